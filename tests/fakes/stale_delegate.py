@@ -1,0 +1,101 @@
+"""FAKE DELEGATE, for tests only: a CNI plugin that fails DEL when it holds no state.
+
+It stands for behaviour that no installable reference plugin shows: kube-ovn (and multus without its
+cache) reject a DEL for an attachment whose ADD never completed, with
+"server_socket is required in cni.conf". Debian's reference plugins all treat such a DEL as success,
+so they cannot reproduce the deadlock cni-delguard exists to break.
+
+It keeps one state file per (containerID, ifname) in its `stateDir` (written by ADD, removed by a
+successful DEL) and appends one JSON line per invocation to its `recordFile`, so tests can prove
+whether, how often and with which stdin it was called. Knobs, all in its own plugin config:
+
+    stateDir         where its state files live (required)
+    recordFile       JSON-lines log of invocations (optional)
+    failAdd          CNI error code to return from ADD (optional)
+    failDel          CNI error code to return from DEL even when state exists (optional)
+    hang             list of commands that sleep instead of answering, e.g. ["ADD"] (optional)
+    hangSeconds      how long "hang" sleeps (default 3600)
+    addHangAfterState  with "ADD" in hang: write the state file first, then hang
+
+Install it with tests.support.fakes.install_fake(); it is run as a plugin (CNI_COMMAND in env).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+SUPPORTED = ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]
+
+
+def _error(version: str, code: int, msg: str, details: str = "") -> int:
+    body = {"cniVersion": version, "code": code, "msg": msg, "details": details}
+    sys.stdout.write(json.dumps(body))
+    return 1
+
+
+def _record(conf: dict[str, object], command: str, raw: str) -> None:
+    path = conf.get("recordFile")
+    if not isinstance(path, str):
+        return
+    entry = {
+        "command": command,
+        "containerID": os.environ.get("CNI_CONTAINERID", ""),
+        "ifname": os.environ.get("CNI_IFNAME", ""),
+        "pid": os.getpid(),
+        "stdin": json.loads(raw) if raw else None,
+    }
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def _state_path(conf: dict[str, object]) -> str:
+    state_dir = str(conf["stateDir"])
+    os.makedirs(state_dir, exist_ok=True)
+    return os.path.join(
+        state_dir, f"{os.environ['CNI_CONTAINERID']}:{os.environ['CNI_IFNAME']}"
+    )
+
+
+def main() -> int:
+    command = os.environ.get("CNI_COMMAND", "")
+    if command == "VERSION":
+        sys.stdout.write(json.dumps({"cniVersion": "1.1.0", "supportedVersions": SUPPORTED}))
+        return 0
+    raw = sys.stdin.read()
+    conf = json.loads(raw)
+    version = str(conf.get("cniVersion", "0.3.0"))
+    _record(conf, command, raw)
+    hang = conf.get("hang") or []
+    if command in hang and not (command == "ADD" and conf.get("addHangAfterState")):
+        time.sleep(float(conf.get("hangSeconds", 3600)))
+    if command == "ADD":
+        if conf.get("failAdd"):
+            return _error(version, int(conf["failAdd"]), "fake delegate: ADD refused")
+        with open(_state_path(conf), "w", encoding="utf-8") as f:
+            f.write(raw)
+        if command in hang:
+            time.sleep(float(conf.get("hangSeconds", 3600)))
+        result = {"cniVersion": version, "interfaces": [], "ips": [], "dns": {}}
+        if version in ("0.3.0", "0.3.1"):
+            result = {"cniVersion": version, "ips": [], "dns": {}}
+        sys.stdout.write(json.dumps(result))
+        return 0
+    if command == "DEL":
+        path = _state_path(conf)
+        if not os.path.exists(path):
+            # kube-ovn's answer when multus hands it a config rebuilt without runtime state.
+            return _error(version, 7, "server_socket is required in cni.conf")
+        if conf.get("failDel"):
+            return _error(version, int(conf["failDel"]), "fake delegate: DEL refused")
+        os.unlink(path)
+        return 0
+    if command in ("CHECK", "GC", "STATUS"):
+        return 0
+    return _error(version, 4, f"unknown CNI_COMMAND {command!r}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
