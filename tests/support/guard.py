@@ -1,0 +1,62 @@
+"""Which guard the tests run, and how it is put into a CNI bin dir.
+
+The frozen binary is the product, so it is the default: dist/cni-delguard/cni-delguard, reached
+through a symlink named cni-delguard in the test's bin dir (how it sits in /opt/cni/bin).
+
+DELGUARD_UNDER_TEST=package runs the package instead (quick runs while developing): the bin dir
+gets a small launcher that execs this interpreter on cni_delguard, with no shell in between.
+DELGUARD_BIN=/path/to/cni-delguard points at another frozen build.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+FROZEN = REPO / "dist" / "cni-delguard" / "cni-delguard"
+
+
+def under_test() -> str:
+    """'frozen' or 'package'."""
+    mode = os.environ.get("DELGUARD_UNDER_TEST", "frozen")
+    if mode not in ("frozen", "package"):
+        raise ValueError(f"DELGUARD_UNDER_TEST must be 'frozen' or 'package', not {mode!r}")
+    return mode
+
+
+def frozen_binary() -> Path:
+    path = Path(os.environ.get("DELGUARD_BIN", str(FROZEN)))
+    if not os.access(path, os.X_OK):
+        raise FileNotFoundError(
+            f"frozen guard not found at {path}: build it with tools/build.sh, "
+            "or set DELGUARD_UNDER_TEST=package"
+        )
+    return path
+
+
+def install_guard(bin_dir: Path, name: str = "cni-delguard") -> Path:
+    """Make bin_dir/name run the guard under test; return that path."""
+    target = bin_dir / name
+    if under_test() == "frozen":
+        target.symlink_to(frozen_binary())
+    else:
+        target.write_text(
+            f"#!{sys.executable} -I\n"
+            "import sys\n"
+            f"sys.path.insert(0, {str(REPO)!r})\n"
+            "from cni_delguard.cli import run\n"
+            "run()\n",
+            encoding="utf-8",
+        )
+        target.chmod(0o755)
+    return target
+
+
+def guard_argv() -> list[str]:
+    """The command line that runs the guard under test directly (not through a bin dir)."""
+    if under_test() == "frozen":
+        return [str(frozen_binary())]
+    return [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+            "from cni_delguard.cli import run; run()"]
