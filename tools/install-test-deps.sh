@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# install-test-deps.sh: install, as root on Debian bookworm, what the real-parts tests need from
+# Debian, then build cnitool (tools/build-cnitool.sh). Idempotent: when every package is already
+# installed it skips apt entirely (no `apt-get update`), and cnitool's build is cached, so a second
+# run takes well under a second.
+#
+#   containernetworking-plugins  the reference plugins (bridge, host-local, portmap, tuning, ...)
+#   iproute2, iptables           ip netns, links; the bridge's masquerade and portmap's rules
+#   util-linux                   unshare(1): cnitool runs in a private mount namespace
+#   golang-go, dpkg-dev, xz-utils  build cnitool from Debian's source package
+#   hyperfine                    the benchmarks
+#
+# Environment: CNITOOL_CACHE_DIR (see tools/build-cnitool.sh).
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+packages=(
+    containernetworking-plugins
+    iproute2
+    iptables
+    util-linux
+    golang-go
+    dpkg-dev
+    xz-utils
+    hyperfine
+)
+
+log() { printf 'install-test-deps: %s\n' "$*" >&2; }
+
+[ "$(id -u)" -eq 0 ] || { log "must run as root"; exit 1; }
+
+missing() {
+    local p
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -qx installed ||
+            printf '%s\n' "$p"
+    done
+}
+
+mapfile -t todo < <(missing)
+if [ "${#todo[@]}" -gt 0 ]; then
+    log "installing: ${todo[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${todo[@]}" >/dev/null
+else
+    log "all Debian packages present"
+fi
+
+# cnitool's cache dir is hard-coded to /var/lib/cni; the tests bind-mount a private dir over it in
+# a private mount namespace, which needs the mount point to exist.
+mkdir -p /var/lib/cni
+
+"$repo/tools/build-cnitool.sh"
