@@ -1,0 +1,13 @@
+"""Defaults of the guard's optional config keys (documented in README.md and docs/DESIGN.md)."""
+
+from __future__ import annotations
+
+STATE_DIR = "/var/lib/cni/delguard"
+# libcni (containerd, CRI-O, cnitool) caches ADD results under <cacheDir>/results.
+RESULT_CACHE_DIRS = ("/var/lib/cni/results",)
+# multus thin plugin's default cniDir.
+MULTUS_CACHE_DIRS = ("/var/lib/cni/multus",)
+TIMEOUTS = {"add": 180.0, "del": 60.0, "check": 60.0, "gc": 120.0, "status": 10.0}
+LOCK_TIMEOUT = 10.0
+LOG_FILE = "/var/log/cni-delguard/delguard.log"
+LOG_LEVEL = "info"

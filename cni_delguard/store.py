@@ -1,0 +1,120 @@
+"""The marker store: one small file per attachment that says an ADD was attempted or completed.
+
+Layout (docs/DESIGN.md): <stateDir>/networks/<network>/<key>.json, with <key>.lock beside it.
+The store works through directory descriptors (fsutil), so it never follows a symlink, and it
+never holds more than one marker per attachment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from cni_delguard import errors, fsutil
+
+ATTEMPTED = "attempted"
+COMPLETED = "completed"
+CORRUPT = "corrupt"
+NETWORKS = "networks"
+MARKER_SUFFIX = ".json"
+LOCK_SUFFIX = ".lock"
+# A file name has at most 255 bytes; leave room for the suffixes and the temp-file decoration.
+_MAX_KEY = 200
+
+
+def attachment_key(container_id: str, ifname: str) -> str:
+    """`<containerID>:<ifname>` (neither may contain ':'), hashed when too long for a file name."""
+    key = f"{container_id}:{ifname}"
+    if len(key.encode("utf-8", "surrogateescape")) <= _MAX_KEY:
+        return key
+    import hashlib
+
+    return "sha256-" + hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def network_dir(state_dir: str, network: str) -> str:
+    return os.path.join(state_dir, NETWORKS, network)
+
+
+def marker_path(state_dir: str, network: str, key: str) -> str:
+    return os.path.join(network_dir(state_dir, network), key + MARKER_SUFFIX)
+
+
+def lock_path(state_dir: str, network: str, key: str) -> str:
+    return os.path.join(network_dir(state_dir, network), key + LOCK_SUFFIX)
+
+
+def parse_marker(data: bytes | None) -> str | None:
+    """The state a marker records; CORRUPT for anything we did not write."""
+    if data is None:
+        return None
+    try:
+        state = json.loads(data).get("state")
+    except (ValueError, AttributeError):
+        return CORRUPT
+    return state if state in (ATTEMPTED, COMPLETED) else CORRUPT
+
+
+class MarkerStore:
+    """Markers of one network, opened (and created) safely under the state dir."""
+
+    def __init__(self, state_dir: str, network: str, create: bool) -> None:
+        self.path = network_dir(state_dir, network)
+        root = fsutil.open_dir(state_dir, create=create)
+        try:
+            nets = fsutil.open_subdir(root, NETWORKS, os.path.join(state_dir, NETWORKS), create)
+        finally:
+            os.close(root)
+        try:
+            self.fd = fsutil.open_subdir(nets, network, self.path, create)
+        finally:
+            os.close(nets)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def __enter__(self) -> MarkerStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def read(self, key: str) -> str | None:
+        return parse_marker(fsutil.read_at(self.fd, key + MARKER_SUFFIX))
+
+    def write(self, key: str, state: str, container_id: str, ifname: str) -> None:
+        body = {
+            "state": state,
+            "containerID": container_id,
+            "ifname": ifname,
+            "time": round(time.time(), 3),
+        }
+        try:
+            fsutil.write_atomic(self.fd, key + MARKER_SUFFIX, json.dumps(body).encode())
+        except OSError as exc:
+            raise errors.CniError(
+                errors.IO_FAILURE, f"cannot record {state} marker in {self.path}", str(exc)
+            ) from None
+
+    def remove(self, key: str) -> None:
+        """Remove the marker and any temp file a killed writer left for it."""
+        fsutil.unlink_at(self.fd, key + MARKER_SUFFIX)
+        prefix = f".{key}{MARKER_SUFFIX}."
+        for name in os.listdir(self.fd):
+            if name.startswith(prefix) and name.endswith(".tmp"):
+                fsutil.unlink_at(self.fd, name)
+
+    def entries(self) -> list[tuple[str, dict[str, object]]]:
+        """(key, marker body) of every marker; unreadable ones come with an empty body."""
+        out: list[tuple[str, dict[str, object]]] = []
+        for name in sorted(os.listdir(self.fd)):
+            if name.startswith(".") or not name.endswith(MARKER_SUFFIX):
+                continue
+            data = fsutil.read_at(self.fd, name)
+            try:
+                body = json.loads(data) if data is not None else {}
+            except ValueError:
+                body = {}
+            out.append((name[: -len(MARKER_SUFFIX)], body if isinstance(body, dict) else {}))
+        return out
