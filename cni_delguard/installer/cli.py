@@ -1,0 +1,157 @@
+"""Command line of `cni-delguard install` / `cni-delguard uninstall`.
+
+`main(argv)` is called by cni_delguard.cli with argv[0] == "install" or "uninstall". Messages go
+to stderr, `--dry-run` prints the diff on stdout. This is the one place where errors become a
+single line on stderr and an exit code: 0 done, 1 refused or failed, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import signal
+import sys
+import threading
+from typing import Any, NoReturn, TextIO
+
+from cni_delguard.installer import actions, bundle, confdir, fsops, patch, watch
+
+PROG = "cni-delguard"
+STATE_DIR = "/var/lib/cni/delguard"  # the guard's default stateDir (docs/DESIGN.md)
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Put cni-delguard on a node, or take it off.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    inst = sub.add_parser("install", help="copy the bundle into the bin dir and wrap the conf")
+    uninst = sub.add_parser("uninstall", help="restore the conf and remove the bundle")
+    for p in (inst, uninst):
+        p.add_argument("--bin-dir", default="/opt/cni/bin", help="CNI bin dir (%(default)s)")
+        p.add_argument("--conf-dir", default="/etc/cni/net.d", help="CNI conf dir (%(default)s)")
+        p.add_argument(
+            "--conf-file",
+            metavar="NAME",
+            help="conf file in the conf dir (default: "
+            "the one the runtime uses, the first .conf/.conflist/.json by name)",
+        )
+        p.add_argument(
+            "--wrap", metavar="TYPE", default="multus", help="plugin type to wrap (%(default)s)"
+        )
+        p.add_argument(
+            "--state-dir",
+            metavar="DIR",
+            help="the guard's stateDir; the installer "
+            f"keeps originals in DIR/installer (default {STATE_DIR})",
+        )
+        p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
+    inst.add_argument(
+        "--bundle-dir",
+        metavar="DIR",
+        help="one-folder bundle to install (default: the folder of this frozen executable)",
+    )
+    inst.add_argument("--no-bundle", action="store_true", help="only patch the conf")
+    inst.add_argument("--log-file", metavar="PATH", help="the guard's logFile ('' disables)")
+    inst.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    inst.add_argument(
+        "--watch",
+        action="store_true",
+        help="stay running and re-apply the patch when the conf is rewritten",
+    )
+    inst.add_argument("--watch-interval", type=float, default=2.0, metavar="SECONDS")
+    inst.add_argument(
+        "--max-repatches",
+        type=int,
+        default=5,
+        metavar="N",
+        help="re-patches allowed per --repatch-window before backing off",
+    )
+    inst.add_argument("--repatch-window", type=float, default=600.0, metavar="SECONDS")
+    return parser
+
+
+def options(args: argparse.Namespace) -> actions.Options:
+    keys: dict[str, Any] = {}
+    guard_keys = (("state_dir", "stateDir"), ("log_file", "logFile"), ("log_level", "logLevel"))
+    for attr, key in guard_keys:
+        if getattr(args, attr, None) is not None:
+            keys[key] = getattr(args, attr)
+    bundle_dir = None
+    if args.command == "install" and not args.no_bundle:
+        bundle_dir = args.bundle_dir or default_bundle_dir()
+    return actions.Options(
+        bin_dir=args.bin_dir,
+        conf_dir=args.conf_dir,
+        conf_file=args.conf_file,
+        wrap=args.wrap,
+        state_dir=args.state_dir or STATE_DIR,
+        bundle_dir=bundle_dir,
+        keys=keys,
+        dry_run=args.dry_run,
+    )
+
+
+def default_bundle_dir() -> str:
+    if not getattr(sys, "frozen", False):
+        raise UsageError("not running from the frozen bundle: pass --bundle-dir DIR or --no-bundle")
+    return os.path.dirname(os.path.realpath(sys.executable))
+
+
+def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
+    stderr = err if err is not None else sys.stderr
+
+    def say(message: str) -> None:
+        stderr.write(f"{PROG}: {message}\n")
+        stderr.flush()
+
+    try:
+        args = build_parser().parse_args(argv)
+        opts = options(args)
+        if args.command == "uninstall":
+            actions.uninstall(opts, out, say)
+        elif args.watch:
+            _watch(args, opts, say)
+        else:
+            actions.install(opts, out, say)
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+    except UsageError as exc:
+        say(f"usage: {exc}")
+        return 2
+    except (actions.InstallError, confdir.ConfError, patch.PatchError, bundle.BundleError) as exc:
+        say(str(exc))
+        return 1
+    except (fsops.UnsafeFileError, OSError) as exc:
+        say(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+        return 1
+    return 0
+
+
+def _watch(args: argparse.Namespace, opts: actions.Options, say: actions.Say) -> None:
+    if args.dry_run:
+        raise UsageError("--watch and --dry-run do not go together")
+    if opts.bundle_dir is not None:
+        actions.install_bundle(opts, say)
+    limits = watch.Limits(
+        interval=args.watch_interval,
+        settle=min(1.0, args.watch_interval),
+        max_repatches=args.max_repatches,
+        window=args.repatch_window,
+    )
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+    say(f"watching {opts.conf_dir} (every {limits.interval:g} s)")
+    watch.run(dataclasses.replace(opts, bundle_dir=None), limits, stop, say)
+    say("watch: stopped")
