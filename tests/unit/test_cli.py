@@ -1,0 +1,212 @@
+"""The plugin run in-process through cli.main: what the runtime sees, and whether the delegate
+was called, for every case of the DEL decision table and for ADD/CHECK/GC/STATUS/VERSION."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from cni_delguard import cli, errors
+
+
+def test_version_reads_no_stdin(node):
+    class Exploding(io.BytesIO):
+        def read(self, *a):  # pragma: no cover - reaching it fails the test
+            raise AssertionError("VERSION read stdin")
+
+    out = io.BytesIO()
+    assert cli.main([], {"CNI_COMMAND": "VERSION"}, Exploding(), out, io.StringIO()) == 0
+    assert json.loads(out.getvalue())["supportedVersions"] == ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]
+
+
+def test_del_without_any_evidence_skips_the_delegate(node):
+    code, out = node.run("DEL", node.conf())
+    assert (code, out) == (0, None)
+    assert node.calls() == []
+    [rec] = node.decisions()
+    assert rec["decision"] == "skip" and rec["evidence"] == [] and rec["containerID"] == "c1"
+    assert not node.state.exists() or node.state_files() == []
+
+
+def test_add_then_del_forwards_both_and_leaves_nothing(node):
+    code, out = node.run("ADD", node.conf())
+    assert code == 0 and out["cniVersion"] == "1.0.0"
+    assert node.state_files() == ["c1:eth0.json", "c1:eth0.lock"]
+    marker = json.loads((node.state / "networks/net1/c1:eth0.json").read_text())
+    assert marker["state"] == "completed"
+    assert node.run("DEL", node.conf()) == (0, None)
+    assert node.calls() == ["ADD", "DEL"]
+    assert node.state_files() == []
+    assert node.decisions()[-1]["decision"] == "forward-strict"
+    assert node.run("DEL", node.conf()) == (0, None)  # a second DEL: nothing left, success
+    assert node.calls() == ["ADD", "DEL"]
+
+
+def test_interrupted_add_then_failing_delegate_del_is_swallowed(node):
+    """The deadlock breaker: only our attempted marker, the delegate has no state and fails."""
+    node.run("ADD", node.conf())
+    (node.fake_state / "c1:eth0").unlink()  # the delegate never got its state
+    marker = node.state / "networks/net1/c1:eth0.json"
+    marker.write_text(json.dumps({"state": "attempted"}))
+    assert node.run("DEL", node.conf()) == (0, None)
+    assert node.calls() == ["ADD", "DEL"]
+    rec = node.decisions()[-1]
+    assert rec["decision"] == "forward-lenient"
+    assert rec["delegateError"]["msg"] == "server_socket is required in cni.conf"
+    assert node.state_files() == []
+    assert node.run("DEL", node.conf()) == (0, None)
+    assert node.calls() == ["ADD", "DEL"]
+
+
+@pytest.mark.parametrize("evidence", ["completed-marker", "libcni-cache", "prevResult"])
+def test_failing_delegate_del_after_completed_add_is_propagated(node, evidence):
+    node.run("ADD", node.conf())
+    (node.fake_state / "c1:eth0").unlink()
+    conf = node.conf()
+    if evidence != "completed-marker":
+        (node.state / "networks/net1/c1:eth0.json").unlink()
+    if evidence == "libcni-cache":
+        (node.results / "net1-c1-eth0").write_text("{}")
+    if evidence == "prevResult":
+        conf["prevResult"] = {"cniVersion": "1.0.0", "ips": []}
+    code, out = node.run("DEL", conf)
+    assert code == 1
+    assert out == {"cniVersion": "1.0.0", "code": 7, "msg": "server_socket is required in cni.conf",
+                   "details": ""}
+    assert node.decisions()[-1]["decision"] == "forward-strict"
+
+
+def test_multus_cache_alone_forwards_strictly(node):
+    (node.multus / "c1").write_text("{}")
+    code, out = node.run("DEL", node.conf())
+    assert code == 1 and out["code"] == 7
+    assert node.calls() == ["DEL"]
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [b"{not json", b"[]", json.dumps({"cniVersion": "9.9.9", "name": "net1"}).encode(),
+     json.dumps({"cniVersion": "1.0.0", "name": "net1", "type": "cni-delguard"}).encode()],
+    ids=["garbage", "not-an-object", "unknown-version", "no-delegate"],
+)
+def test_broken_config_del_without_evidence_still_succeeds(node, stdin):
+    assert node.run("DEL", stdin) == (0, None)
+    assert node.calls() == []
+
+
+def test_invalid_config_del_with_evidence_reports_the_config_error(node):
+    (node.results / "net1-c1-eth0").write_text("{}")
+    code, out = node.run("DEL", node.conf(lockTimeout="soon"))
+    assert code == 1 and out["code"] == errors.INVALID_CONFIG
+    assert node.calls() == []
+
+
+def test_unparseable_config_looks_for_evidence_in_the_default_dirs(node, default_dirs):
+    # Without a config there is no way to know the configured dirs: what is in them is not seen.
+    (node.multus / "c1").write_text("{}")
+    assert node.run("DEL", b"{not json") == (0, None)
+    assert node.decisions() == []  # the decision went to the default log
+    assert json.loads((default_dirs / "delguard.log").read_text())["decision"] == "skip"
+    # Evidence in the default multus dir: the DEL cannot be forwarded, so the error is reported.
+    (default_dirs / "multus").mkdir()
+    (default_dirs / "multus" / "c1").write_text("{}")
+    code, out = node.run("DEL", b"{not json")
+    assert code == 1 and out["code"] == errors.DECODING_FAILURE
+
+
+def test_missing_delegate_binary_del_without_evidence_succeeds(node):
+    (node.bin / "stale-delegate").unlink()
+    assert node.run("DEL", node.conf()) == (0, None)
+
+
+def test_missing_delegate_fails_add_before_any_marker(node):
+    (node.bin / "stale-delegate").unlink()
+    code, out = node.run("ADD", node.conf())
+    assert code == 1 and out["code"] == errors.DELEGATE_NOT_FOUND
+    assert node.state_files() == []
+
+
+def test_failed_add_returns_the_delegates_error_and_cleans_up(node):
+    code, out = node.run("ADD", node.conf(delegate={"failAdd": 42}))
+    assert code == 1
+    assert out == {"cniVersion": "1.0.0", "code": 42, "msg": "fake delegate: ADD refused", "details": ""}
+    # The spec asks a delegating plugin to DEL its delegate after a failed ADD; the fake has no
+    # state so that DEL fails, and the attempted marker stays for the runtime's own DEL.
+    assert node.calls() == ["ADD", "DEL"]
+    assert json.loads((node.state / "networks/net1/c1:eth0.json").read_text())["state"] == "attempted"
+    assert node.run("DEL", node.conf()) == (0, None)
+    assert node.state_files() == []
+
+
+def test_add_timeout_kills_the_delegate_and_says_try_again(node):
+    conf = node.conf(delegate={"hang": ["ADD"], "hangSeconds": 30},
+                     timeouts={"add": 0.5, "del": 5, "check": 5, "gc": 5, "status": 5})
+    code, out = node.run("ADD", conf)
+    assert code == 1 and out["code"] == errors.TRY_AGAIN_LATER
+
+
+def test_unsupported_version_on_add_is_code_1(node):
+    code, out = node.run("ADD", node.conf(version="0.2.0"))
+    assert code == 1 and out["code"] == errors.INCOMPATIBLE_VERSION
+
+
+def test_invalid_guard_config_on_add_is_code_7(node):
+    code, out = node.run("ADD", node.conf(stateDir="relative/dir"))
+    assert code == 1 and out["code"] == errors.INVALID_CONFIG
+    assert "stateDir" in out["details"]
+
+
+def test_check_forwards_and_needs_spec_0_4_0(node):
+    node.run("ADD", node.conf())
+    assert node.run("CHECK", node.conf()) == (0, None)
+    assert node.calls() == ["ADD", "CHECK"]
+    code, out = node.run("CHECK", node.conf(version="0.3.1"))
+    assert code == 1 and out["code"] == errors.INCOMPATIBLE_VERSION
+
+
+def test_gc_prunes_markers_not_listed_and_forwards(node):
+    for cid in ("keep", "drop"):
+        node.run("ADD", node.conf(version="1.1.0"), cid=cid)
+    conf = node.conf(version="1.1.0")
+    conf["cni.dev/valid-attachments"] = [{"containerID": "keep", "ifname": "eth0"}]
+    assert node.run("GC", conf) == (0, None)
+    assert node.state_files() == ["keep:eth0.json", "keep:eth0.lock"]
+    assert node.calls()[-1] == "GC"
+    last = json.loads(node.record.read_text().splitlines()[-1])
+    assert last["stdin"]["cni.dev/valid-attachments"] == conf["cni.dev/valid-attachments"]
+
+
+def test_gc_without_valid_attachments_prunes_nothing(node):
+    node.run("ADD", node.conf(version="1.1.0"))
+    assert node.run("GC", node.conf(version="1.1.0")) == (0, None)
+    assert node.state_files() == ["c1:eth0.json", "c1:eth0.lock"]
+
+
+def test_status_passes_through_and_fails_for_missing_delegate(node):
+    assert node.run("STATUS", node.conf(version="1.1.0")) == (0, None)
+    (node.bin / "stale-delegate").unlink()
+    code, out = node.run("STATUS", node.conf(version="1.1.0"))
+    assert code == 1 and out["code"] == errors.STATUS_NOT_AVAILABLE
+
+
+def test_runtime_config_reaches_the_delegate_only_for_its_capabilities(node):
+    conf = node.conf(delegate={"capabilities": {"portMappings": True}})
+    conf["runtimeConfig"] = {"portMappings": [{"hostPort": 80}], "bandwidth": {"rate": 1}}
+    node.run("ADD", conf)
+    sent = json.loads(node.record.read_text().splitlines()[0])["stdin"]
+    assert sent["runtimeConfig"] == {"portMappings": [{"hostPort": 80}]}
+    assert sent["name"] == "net1" and sent["cniVersion"] == "1.0.0"
+    assert sent["recordFile"] == str(node.record)  # the delegate's own keys, untouched
+
+
+def test_unexpected_exceptions_become_internal_cni_errors(node, monkeypatch):
+    from cni_delguard import plugin
+
+    def boom(*a):
+        raise RuntimeError("surprise")
+
+    monkeypatch.setattr(plugin, "cmd_add", boom)
+    code, out = node.run("ADD", node.conf())
+    assert code == 1 and out["code"] == errors.INTERNAL and "surprise" in out["details"]
