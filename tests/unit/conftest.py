@@ -29,21 +29,35 @@ class Node:
         install_fake(self.bin)
 
     def conf(self, version: str = "1.0.0", **extra: object) -> dict[str, object]:
-        delegate = {"type": "stale-delegate", "stateDir": str(self.fake_state),
-                    "recordFile": str(self.record)}
+        delegate = {
+            "type": "stale-delegate",
+            "stateDir": str(self.fake_state),
+            "recordFile": str(self.record),
+        }
         delegate.update(extra.pop("delegate", {}))  # type: ignore[arg-type]
         conf: dict[str, object] = {
-            "cniVersion": version, "name": "net1", "type": "cni-delguard", "delegate": delegate,
-            "stateDir": str(self.state), "logFile": str(self.log),
-            "resultCacheDirs": [str(self.results)], "multusCacheDirs": [str(self.multus)],
+            "cniVersion": version,
+            "name": "net1",
+            "type": "cni-delguard",
+            "delegate": delegate,
+            "stateDir": str(self.state),
+            "logFile": str(self.log),
+            "resultCacheDirs": [str(self.results)],
+            "multusCacheDirs": [str(self.multus)],
             "timeouts": {"add": 10, "del": 10, "check": 10, "gc": 10, "status": 10},
         }
         conf.update(extra)
         return conf
 
     def env(self, command: str, cid: str = "c1", ifname: str = "eth0") -> dict[str, str]:
-        return {"CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": "/proc/self/ns/net",
-                "CNI_IFNAME": ifname, "CNI_PATH": str(self.bin), "PATH": "/usr/bin:/bin"}
+        return {
+            "CNI_COMMAND": command,
+            "CNI_CONTAINERID": cid,
+            "CNI_NETNS": "/proc/self/ns/net",
+            "CNI_IFNAME": ifname,
+            "CNI_PATH": str(self.bin),
+            "PATH": "/usr/bin:/bin",
+        }
 
     def run(self, command: str, conf: object, **env: str) -> tuple[int, dict[str, object] | None]:
         """Run the plugin in-process; (exit code, parsed stdout or None when empty)."""

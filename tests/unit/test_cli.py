@@ -18,7 +18,13 @@ def test_version_reads_no_stdin(node):
 
     out = io.BytesIO()
     assert cli.main([], {"CNI_COMMAND": "VERSION"}, Exploding(), out, io.StringIO()) == 0
-    assert json.loads(out.getvalue())["supportedVersions"] == ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]
+    assert json.loads(out.getvalue())["supportedVersions"] == [
+        "0.3.0",
+        "0.3.1",
+        "0.4.0",
+        "1.0.0",
+        "1.1.0",
+    ]
 
 
 def test_del_without_any_evidence_skips_the_delegate(node):
@@ -73,8 +79,12 @@ def test_failing_delegate_del_after_completed_add_is_propagated(node, evidence):
         conf["prevResult"] = {"cniVersion": "1.0.0", "ips": []}
     code, out = node.run("DEL", conf)
     assert code == 1
-    assert out == {"cniVersion": "1.0.0", "code": 7, "msg": "server_socket is required in cni.conf",
-                   "details": ""}
+    assert out == {
+        "cniVersion": "1.0.0",
+        "code": 7,
+        "msg": "server_socket is required in cni.conf",
+        "details": "",
+    }
     assert node.decisions()[-1]["decision"] == "forward-strict"
 
 
@@ -87,8 +97,12 @@ def test_multus_cache_alone_forwards_strictly(node):
 
 @pytest.mark.parametrize(
     "stdin",
-    [b"{not json", b"[]", json.dumps({"cniVersion": "9.9.9", "name": "net1"}).encode(),
-     json.dumps({"cniVersion": "1.0.0", "name": "net1", "type": "cni-delguard"}).encode()],
+    [
+        b"{not json",
+        b"[]",
+        json.dumps({"cniVersion": "9.9.9", "name": "net1"}).encode(),
+        json.dumps({"cniVersion": "1.0.0", "name": "net1", "type": "cni-delguard"}).encode(),
+    ],
     ids=["garbage", "not-an-object", "unknown-version", "no-delegate"],
 )
 def test_broken_config_del_without_evidence_still_succeeds(node, stdin):
@@ -131,18 +145,27 @@ def test_missing_delegate_fails_add_before_any_marker(node):
 def test_failed_add_returns_the_delegates_error_and_cleans_up(node):
     code, out = node.run("ADD", node.conf(delegate={"failAdd": 42}))
     assert code == 1
-    assert out == {"cniVersion": "1.0.0", "code": 42, "msg": "fake delegate: ADD refused", "details": ""}
+    assert out == {
+        "cniVersion": "1.0.0",
+        "code": 42,
+        "msg": "fake delegate: ADD refused",
+        "details": "",
+    }
     # The spec asks a delegating plugin to DEL its delegate after a failed ADD; the fake has no
     # state so that DEL fails, and the attempted marker stays for the runtime's own DEL.
     assert node.calls() == ["ADD", "DEL"]
-    assert json.loads((node.state / "networks/net1/c1:eth0.json").read_text())["state"] == "attempted"
+    assert (
+        json.loads((node.state / "networks/net1/c1:eth0.json").read_text())["state"] == "attempted"
+    )
     assert node.run("DEL", node.conf()) == (0, None)
     assert node.state_files() == []
 
 
 def test_add_timeout_kills_the_delegate_and_says_try_again(node):
-    conf = node.conf(delegate={"hang": ["ADD"], "hangSeconds": 30},
-                     timeouts={"add": 0.5, "del": 5, "check": 5, "gc": 5, "status": 5})
+    conf = node.conf(
+        delegate={"hang": ["ADD"], "hangSeconds": 30},
+        timeouts={"add": 0.5, "del": 5, "check": 5, "gc": 5, "status": 5},
+    )
     code, out = node.run("ADD", conf)
     assert code == 1 and out["code"] == errors.TRY_AGAIN_LATER
 

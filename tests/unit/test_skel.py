@@ -21,7 +21,9 @@ FULL = {
     ("command", "missing"),
     [
         pytest.param("ADD", ["CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_PATH"], id="add"),
-        pytest.param("CHECK", ["CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_PATH"], id="check"),
+        pytest.param(
+            "CHECK", ["CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_PATH"], id="check"
+        ),
         pytest.param("DEL", ["CNI_CONTAINERID", "CNI_IFNAME", "CNI_PATH"], id="del-no-netns"),
         pytest.param("GC", ["CNI_PATH"], id="gc"),
         pytest.param("STATUS", ["CNI_PATH"], id="status"),
@@ -57,7 +59,17 @@ def test_command_errors(env, fragment):
 @pytest.mark.parametrize(
     "cid",
     ["../etc", "a/b", ".hidden", "-x", "", "a b", "a:b", "a\x00b", "é"],
-    ids=["traversal", "slash", "dot-first", "dash-first", "empty", "space", "colon", "nul", "unicode"],
+    ids=[
+        "traversal",
+        "slash",
+        "dot-first",
+        "dash-first",
+        "empty",
+        "space",
+        "colon",
+        "nul",
+        "unicode",
+    ],
 )
 def test_bad_container_ids(cid):
     assert not skel.valid_name(cid)
@@ -71,7 +83,18 @@ def test_good_container_ids(cid):
 @pytest.mark.parametrize(
     "ifname",
     ["", ".", "..", "a/b", "a:b", "a b", "a\tb", "x" * 16, "\u00e9" * 8, "a\x7fb"],
-    ids=["empty", "dot", "dotdot", "slash", "colon", "space", "tab", "16-bytes", "16-utf8-bytes", "del"],
+    ids=[
+        "empty",
+        "dot",
+        "dotdot",
+        "slash",
+        "colon",
+        "space",
+        "tab",
+        "16-bytes",
+        "16-utf8-bytes",
+        "del",
+    ],
 )
 def test_bad_ifnames(ifname):
     assert not skel.valid_ifname(ifname)
@@ -94,7 +117,13 @@ def test_invalid_identifiers_are_reported_together():
 def test_a_valid_environment_is_read():
     inv = skel.parse_env(dict(FULL, CNI_ARGS="K=V"))
     assert (inv.command, inv.container_id, inv.netns, inv.ifname, inv.cni_path, inv.args) == (
-        "ADD", "abc123", "/var/run/netns/x", "eth0", "/opt/cni/bin", "K=V")
+        "ADD",
+        "abc123",
+        "/var/run/netns/x",
+        "eth0",
+        "/opt/cni/bin",
+        "K=V",
+    )
 
 
 def test_stdin_is_bounded():
