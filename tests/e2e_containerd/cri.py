@@ -123,18 +123,35 @@ class CriClient:
     """The few RuntimeService calls the tests need, with explicit deadlines."""
 
     def __init__(self, socket: Path, stubs: Stubs, cgroup_parent: str) -> None:
+        self.pb = stubs.pb
+        self._stubs = stubs
+        self._socket = socket
+        self._cgroup_parent = cgroup_parent
+        self._connect()
+
+    def _connect(self) -> None:
         import grpc
 
-        self.pb = stubs.pb
-        self._channel = grpc.insecure_channel(f"unix://{socket}")
-        self._rt = stubs.grpc.RuntimeServiceStub(self._channel)
-        self._cgroup_parent = cgroup_parent
+        self._channel = grpc.insecure_channel(f"unix://{self._socket}")
+        self._rt = self._stubs.grpc.RuntimeServiceStub(self._channel)
+        self._img = self._stubs.grpc.ImageServiceStub(self._channel)
+
+    def reconnect(self) -> None:
+        """A fresh channel after containerd restarted (no waiting out gRPC's reconnect backoff)."""
+        self._channel.close()
+        self._connect()
 
     def close(self) -> None:
         self._channel.close()
 
     def version(self, timeout: float = 5) -> Any:
         return self._rt.Version(self.pb.VersionRequest(), timeout=timeout)
+
+    def image_known(self, ref: str, timeout: float = 5) -> bool:
+        """Whether the CRI image store has ref (ctr's import reaches it through an event)."""
+        spec = self.pb.ImageSpec(image=ref)
+        reply = self._img.ImageStatus(self.pb.ImageStatusRequest(image=spec), timeout=timeout)
+        return bool(reply.image.id)
 
     def cni_config(self, timeout: float = 5) -> str:
         """containerd's loaded CNI config, as its verbose Status reports it."""

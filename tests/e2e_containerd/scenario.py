@@ -1,0 +1,137 @@
+"""Pieces the scenarios share: the fake delegate's knobs and record, conflists with or without the guard."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from tests.e2e_containerd.cri import CriClient
+from tests.e2e_containerd.node import Node, bridge_prefix
+from tests.e2e_containerd.waiting import wait_for
+from tests.support.guard import install_guard
+
+NETWORK = "e2e"
+SUBNET = "10.251.73.0/24"  # only ever inside the pods' netns and on a bridge without an address
+GUARD_ADD_TIMEOUT = 120  # longer than any scenario: the runtime, not the guard, gives up first
+
+
+@dataclass
+class FakeDelegate:
+    """tests/fakes/stale_delegate.py as installed in a node: its config and what it recorded."""
+
+    node: Node
+
+    @property
+    def record(self) -> Path:
+        return self.node.tmp / "fake-record.jsonl"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.node.tmp / "fake-state"
+
+    def conf(self, **knobs: Any) -> dict[str, Any]:
+        return {"type": "stale-delegate", "stateDir": str(self.state_dir),
+                "recordFile": str(self.record), **knobs}
+
+    def calls(self, command: str | None = None, container: str | None = None) -> list[dict[str, Any]]:
+        if not self.record.exists():
+            return []
+        entries = [json.loads(line) for line in self.record.read_text().splitlines() if line]
+        return [e for e in entries
+                if (command is None or e["command"] == command)
+                and (container is None or e["containerID"] == container)]
+
+    def wait_call(self, command: str) -> dict[str, Any]:
+        found = wait_for(lambda: self.calls(command), f"the fake delegate's {command} to start")
+        return found[0]
+
+
+def bridge_conf(node: Node) -> dict[str, Any]:
+    return {"type": "bridge", "bridge": bridge_prefix(node.name) + "0",
+            "isGateway": False, "ipMasq": False,
+            "ipam": {"type": "host-local", "dataDir": str(ipam_dir(node)),
+                     "ranges": [[{"subnet": SUBNET}]]}}
+
+
+def ipam_dir(node: Node) -> Path:
+    return node.tmp / "ipam"
+
+
+def guard_state(node: Node) -> Path:
+    return node.tmp / "delguard-state"
+
+
+def guard_log(node: Node) -> Path:
+    return node.tmp / "delguard.log"
+
+
+def wrap(node: Node, delegate: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "cni-delguard", "delegate": delegate,
+            "stateDir": str(guard_state(node)), "logFile": str(guard_log(node)),
+            "logLevel": "debug", "timeouts": {"add": GUARD_ADD_TIMEOUT}}
+
+
+@dataclass
+class Network:
+    """The node's one conflist; each write gets a generation so its reload can be awaited."""
+
+    node: Node
+    guarded: bool
+    generation: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.guarded and not (self.node.cni_bin / "cni-delguard").exists():
+            install_guard(self.node.cni_bin)
+
+    def conflist(self, plugins: list[dict[str, Any]]) -> dict[str, Any]:
+        if self.guarded:
+            plugins = [wrap(self.node, p) for p in plugins]
+        self.generation += 1
+        return {"cniVersion": "1.0.0", "name": NETWORK,
+                "e2eGeneration": f"gen-{self.generation}", "plugins": plugins}
+
+    def write(self, plugins: list[dict[str, Any]]) -> str:
+        conf = self.conflist(plugins)
+        self.node.write_conflist(conf)
+        self.history.append(conf)
+        return str(conf["e2eGeneration"])
+
+    def apply(self, cri: CriClient, plugins: list[dict[str, Any]]) -> None:
+        """Write the conflist and wait until containerd has loaded this very version."""
+        token = self.write(plugins)
+        self.wait_loaded(cri, token)
+
+    def wait_loaded(self, cri: CriClient, token: str | None = None) -> None:
+        token = token or f"gen-{self.generation}"
+
+        def loaded() -> bool:
+            try:
+                return token in cri.cni_config()
+            except grpc.RpcError:  # still starting up
+                return False
+
+        wait_for(loaded, f"containerd to load conflist {token}")
+
+
+def rpc_error(call: Any, *args: Any, **kwargs: Any) -> grpc.RpcError:
+    """Run a CRI call that must fail; return its error."""
+    try:
+        call(*args, **kwargs)
+    except grpc.RpcError as exc:
+        return exc
+    raise AssertionError(f"{getattr(call, '__name__', call)} succeeded; it was expected to fail")
+
+
+def details(exc: grpc.RpcError) -> str:
+    return str(exc.details())  # type: ignore[attr-defined]
+
+
+def markers(node: Node, container: str) -> list[Path]:
+    """The guard's files for this container (marker, lock, tmp) under its state dir."""
+    root = guard_state(node) / "networks" / NETWORK
+    return sorted(root.glob(f"*{container}*")) if root.is_dir() else []

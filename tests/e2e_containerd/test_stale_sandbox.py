@@ -1,0 +1,198 @@
+"""End to end on a real containerd (Debian bookworm's 1.6.20): stale sandboxes with and without the guard.
+
+Each scenario runs twice on a fresh node: once with the delegate straight in the conflist (the
+reported deadlock must reproduce, with the runtime's own error messages), once with the same
+delegate behind cni-delguard (the stale sandbox must be removable and its pod must start again).
+The delegate is tests/fakes/stale_delegate.py, which, like kube-ovn behind multus without its
+cache, fails DEL for an attachment it never added; scenario 4 uses Debian's bridge + host-local.
+"""
+
+from __future__ import annotations
+
+import json
+
+import grpc
+import pytest
+
+from tests.e2e_containerd.cri import CriClient, PodSpec
+from tests.e2e_containerd.node import Node
+from tests.e2e_containerd.scenario import (
+    NETWORK,
+    FakeDelegate,
+    Network,
+    bridge_conf,
+    details,
+    guard_log,
+    ipam_dir,
+    markers,
+    rpc_error,
+)
+from tests.e2e_containerd.waiting import wait_for
+
+GUARD = pytest.mark.parametrize("guarded", [False, True], ids=["without-guard", "with-guard"])
+
+DESTROY_FAILED = "failed to destroy network for sandbox"
+NAME_RESERVED = "failed to reserve sandbox name"
+STALE_DEL = "server_socket is required in cni.conf"
+
+
+def assert_ready(client: CriClient, sandbox: str) -> None:
+    status = client.pod_status(sandbox)
+    assert client.state_name(status.state) == "SANDBOX_READY", status
+
+
+def assert_name_reserved(client: CriClient, pod: PodSpec, holder: str) -> None:
+    err = rpc_error(client.run_pod, pod)
+    assert NAME_RESERVED in details(err), details(err)
+    assert f'is reserved for "{holder}"' in details(err), details(err)
+
+
+def guard_del_lines(node: Node, container: str) -> list[dict[str, object]]:
+    if not guard_log(node).exists():
+        return []
+    lines = [json.loads(x) for x in guard_log(node).read_text().splitlines() if x.strip()]
+    return [x for x in lines if x.get("command") == "DEL" and x.get("containerID") == container]
+
+
+# --- 1. ADD hangs, containerd is SIGKILLed and restarted ---------------------------------------
+
+
+@GUARD
+def test_interrupted_add_after_containerd_restart(
+    node: Node, client: CriClient, guarded: bool, e2e_ready: str
+) -> None:
+    fake, net, pod = FakeDelegate(node), Network(node, guarded), PodSpec("restart", uid="uid-1")
+    net.apply(client, [fake.conf(hang=["ADD"])])
+    pending = client.run_pod_future(pod)
+    stale = fake.wait_call("ADD")["containerID"]
+
+    node.kill_containerd()  # with the plugins it was running, as a crash of the node would
+    err = rpc_error(pending.result)
+    assert err.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
+
+    net.write([fake.conf()])  # the delegate works again after the "reboot"
+    node.start_containerd()
+    client.reconnect()
+    net.wait_loaded(client)
+    print(f"\n[e2e] {e2e_ready}: sandbox {stale[:12]} after restart")
+
+    pods = client.list_pods()
+    assert [(p.id, client.state_name(p.state)) for p in pods] == [(stale, "SANDBOX_NOTREADY")]
+    if guarded:
+        _stale_sandbox_is_removed(node, client, fake, pod, stale)
+    else:
+        _stale_sandbox_deadlocks(client, pod, stale)
+
+
+def _stale_sandbox_deadlocks(client: CriClient, pod: PodSpec, stale: str) -> None:
+    for call in (client.stop_pod, client.remove_pod):
+        err = rpc_error(call, stale)
+        assert DESTROY_FAILED in details(err) and STALE_DEL in details(err), details(err)
+    assert [p.id for p in client.list_pods()] == [stale]
+    assert_name_reserved(client, pod, stale)
+
+
+def _stale_sandbox_is_removed(
+    node: Node, client: CriClient, fake: FakeDelegate, pod: PodSpec, stale: str
+) -> None:
+    client.stop_pod(stale)
+    client.remove_pod(stale)
+    assert client.list_pods() == []
+    # The guard held an "attempted" marker: it forwarded the DEL and swallowed its failure.
+    assert fake.calls("DEL", stale), "the guard skipped a DEL it should have forwarded"
+    assert markers(node, stale) == [], "the guard left its marker behind after the last DEL"
+    fresh = client.run_pod(pod)
+    assert fresh != stale
+    assert_ready(client, fresh)
+
+
+# --- 2. ADD fails at once ----------------------------------------------------------------------
+
+
+@GUARD
+def test_failed_add_releases_the_name(node: Node, client: CriClient, guarded: bool) -> None:
+    fake, net, pod = FakeDelegate(node), Network(node, guarded), PodSpec("failadd", uid="uid-2")
+    net.apply(client, [fake.conf(failAdd=11)])
+    err = rpc_error(client.run_pod, pod)
+    assert "fake delegate: ADD refused" in details(err), details(err)
+    failed = fake.calls("ADD")[0]["containerID"]
+
+    net.apply(client, [fake.conf()])
+    if not guarded:
+        # containerd's own cleanup DEL hit the delegate, failed, and the sandbox kept its name.
+        assert fake.calls("DEL", failed)
+        assert [p.id for p in client.list_pods()] == [failed]
+        assert_name_reserved(client, pod, failed)
+        return
+    assert client.list_pods() == []
+    assert markers(node, failed) == []
+    retry = client.run_pod(pod)  # at once, as the kubelet would
+    assert_ready(client, retry)
+
+
+# --- 3. The client gives up while ADD hangs ----------------------------------------------------
+
+
+@GUARD
+def test_client_deadline_during_hanging_add(node: Node, client: CriClient, guarded: bool) -> None:
+    fake, net, pod = FakeDelegate(node), Network(node, guarded), PodSpec("deadline", uid="uid-3")
+    net.apply(client, [fake.conf(hang=["ADD"])])
+    err = rpc_error(client.run_pod, pod, timeout=5)  # the kubelet's runtime request deadline
+    assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
+    abandoned = fake.calls("ADD")[0]["containerID"]
+    # containerd cancels the ADD and cleans up after the client has left: wait for its verdict.
+    wait_for(lambda: _run_failed(node, pod), "containerd to finish the abandoned RunPodSandbox")
+
+    net.apply(client, [fake.conf()])
+    if not guarded:
+        assert [p.id for p in client.list_pods()] == [abandoned]
+        assert_name_reserved(client, pod, abandoned)
+        return
+    assert client.list_pods() == []
+    retry = client.run_pod(pod)
+    assert_ready(client, retry)
+
+
+def _run_failed(node: Node, pod: PodSpec) -> bool:
+    """containerd logs this once RunPodSandbox has returned, after its deferred cleanup."""
+    meta = (f"&PodSandboxMetadata{{Name:{pod.name},Uid:{pod.uid},"
+            f"Namespace:{pod.namespace},Attempt:{pod.attempt},}}")
+    text = node.log_path.read_text(encoding="utf-8", errors="replace")
+    return f"RunPodSandbox for {meta} failed, error" in text
+
+
+# --- 4. A normal pod through the guard ---------------------------------------------------------
+
+
+@GUARD
+def test_normal_pod_and_real_del_error(node: Node, client: CriClient, guarded: bool) -> None:
+    fake, net, pod = FakeDelegate(node), Network(node, guarded), PodSpec("normal", uid="uid-4")
+    # The fake first: bridge's result (with the IP) is the last one, the one containerd reads.
+    net.apply(client, [fake.conf(), bridge_conf(node)])
+    sandbox = client.run_pod(pod)
+    ip = client.pod_status(sandbox).network.ip
+    assert ip.startswith("10.251.73."), ip
+    lease = ipam_dir(node) / NETWORK / ip
+    assert lease.is_file()
+
+    net.apply(client, [fake.conf(failDel=100), bridge_conf(node)])
+    err = rpc_error(client.stop_pod, sandbox)
+    assert DESTROY_FAILED in details(err) and "fake delegate: DEL refused" in details(err)
+    assert not lease.exists(), "bridge/host-local DEL did not run"
+    delete = fake.calls("DEL", sandbox)[-1]
+    assert delete["stdin"].get("prevResult"), "DEL reached the delegate without prevResult"
+    if guarded:
+        assert guard_del_lines(node, sandbox), "the guard logged no DEL decision"
+
+    net.apply(client, [fake.conf(), bridge_conf(node)])
+    client.stop_pod(sandbox)  # the delegate's DEL now succeeds and drops its state
+    # containerd 1.6 tears the network down again on RemovePodSandbox: a second DEL, which the
+    # spec says must succeed. The fake (like kube-ovn) fails it; the guard, with the libcni cache
+    # and its marker gone, answers it without the delegate.
+    if guarded:
+        client.remove_pod(sandbox)
+        assert client.list_pods() == []
+        assert markers(node, sandbox) == []
+    else:
+        err = rpc_error(client.remove_pod, sandbox)
+        assert DESTROY_FAILED in details(err) and STALE_DEL in details(err), details(err)
