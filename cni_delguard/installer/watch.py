@@ -71,7 +71,9 @@ def run(
                 history.append(now)
             else:
                 backoff = limits.interval
-            seen = signature(opts)
+            # The state checked, not the state after our write: a writer that undoes the patch
+            # a moment later must still look like a change. Our own write costs one more check.
+            seen = sig
         stop.wait(limits.interval)
 
 

@@ -1,0 +1,114 @@
+"""Fixtures for the installer tests: a temp node root and fake one-folder bundles.
+
+A fake bundle behaves like a frozen one-folder build where it matters: its executable keeps
+reading a file from its own folder after exec, so a version dir removed or half-written under a
+running plugin shows up as a failed exec.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cni_delguard.installer.cli import main
+
+FAKE_EXE = """#!/bin/sh
+d=$(dirname "$(readlink -f "$0")")
+exec cat "$d/_internal/version"
+"""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "image: builds the container image with buildah (slow)")
+
+
+@dataclass
+class Node:
+    root: Path
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "opt/cni/bin"
+
+    @property
+    def net(self) -> Path:
+        return self.root / "etc/cni/net.d"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "var/lib/cni/delguard"
+
+    def args(self, *extra: str) -> list[str]:
+        return [
+            "--bin-dir",
+            str(self.bin),
+            "--conf-dir",
+            str(self.net),
+            "--state-dir",
+            str(self.state),
+            *extra,
+        ]
+
+    def write_conf(self, name: str, text: str, mode: int = 0o644) -> Path:
+        path = self.net / name
+        path.write_text(text, encoding="utf-8")
+        path.chmod(mode)
+        return path
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+def run(argv: list[str]) -> Run:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(argv, out, err)
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Node:
+    n = Node(tmp_path / "node")
+    for d in (n.bin, n.net):
+        d.mkdir(parents=True)
+    return n
+
+
+def make_bundle(where: Path, version: str, filler: int = 0) -> Path:
+    """A one-folder bundle whose executable prints `version` from a file in its folder."""
+    (where / "_internal").mkdir(parents=True)
+    exe = where / "cni-delguard"
+    exe.write_text(FAKE_EXE, encoding="utf-8")
+    exe.chmod(0o755)
+    (where / "_internal" / "version").write_text(version, encoding="utf-8")
+    if filler:
+        (where / "_internal" / "filler.bin").write_bytes(os.urandom(filler))
+    return where
+
+
+@pytest.fixture
+def bundles(tmp_path: Path) -> dict[str, Path]:
+    return {v: make_bundle(tmp_path / "bundles" / v, v) for v in ("v1", "v2", "v3")}
+
+
+MULTUS_CONF = """{"cniVersion":"0.3.1","name":"multus-cni-network","type":"multus",\
+"capabilities":{"portMappings":true},"kubeconfig":"/etc/cni/net.d/multus.d/multus.kubeconfig",\
+"delegates":[{"cniVersion":"0.3.1","name":"kube-ovn","plugins":[{"type":"kube-ovn",\
+"server_socket":"/run/openvswitch/kube-ovn-daemon.sock"}]}]}"""
+
+BRIDGE_LIST = """{
+  "cniVersion": "1.0.0",
+  "name": "bridge-net",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "ipam": {"type": "host-local", "subnet": "10.88.0.0/16"}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+"""

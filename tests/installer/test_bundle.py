@@ -1,0 +1,156 @@
+"""bundle.py: versioned copy, atomic switch, pruning, and exec during install never failing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+from cni_delguard.installer import bundle
+
+from .conftest import make_bundle
+
+
+def versions(bin_dir):
+    return sorted(n for n in os.listdir(bin_dir) if n.startswith(bundle.PREFIX))
+
+
+def exec_guard(bin_dir):
+    return subprocess.run(
+        [str(bin_dir / "cni-delguard")], capture_output=True, text=True, check=False
+    )
+
+
+def install(src, bin_dir):
+    p = bundle.plan(str(src), str(bin_dir))
+    if not p.up_to_date:
+        bundle.apply(p)
+    return p
+
+
+def test_fresh_install_is_a_relative_link_into_a_complete_copy(tmp_path, bundles):
+    p = install(bundles["v1"], tmp_path)
+    assert os.readlink(tmp_path / "cni-delguard") == f"{p.version_name}/cni-delguard"
+    assert bundle.tree_digest(str(tmp_path / p.version_name)) == p.digest
+    assert exec_guard(tmp_path).stdout == "v1"
+    assert (tmp_path / p.version_name).stat().st_mode & 0o777 == 0o755
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+
+
+def test_second_install_of_the_same_bundle_is_up_to_date_and_touches_nothing(tmp_path, bundles):
+    install(bundles["v1"], tmp_path)
+    before = os.lstat(tmp_path / "cni-delguard")
+    assert bundle.plan(str(bundles["v1"]), str(tmp_path)).up_to_date
+    install(bundles["v1"], tmp_path)
+    after = os.lstat(tmp_path / "cni-delguard")
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_upgrade_keeps_the_replaced_version_and_removes_older_ones(tmp_path, bundles):
+    p1 = install(bundles["v1"], tmp_path)
+    p2 = install(bundles["v2"], tmp_path)
+    assert exec_guard(tmp_path).stdout == "v2"
+    assert versions(tmp_path) == sorted([p1.version_name, p2.version_name])
+    p3 = install(bundles["v3"], tmp_path)
+    assert exec_guard(tmp_path).stdout == "v3"
+    assert versions(tmp_path) == sorted([p2.version_name, p3.version_name])
+
+
+def test_a_damaged_installed_version_is_replaced(tmp_path, bundles):
+    p = install(bundles["v1"], tmp_path)
+    (tmp_path / p.version_name / "_internal" / "version").write_text("broken")
+    assert not bundle.plan(str(bundles["v1"]), str(tmp_path)).up_to_date
+    install(bundles["v1"], tmp_path)
+    assert exec_guard(tmp_path).stdout == "v1"
+
+
+def test_uninstall_removes_link_and_versions_but_not_foreign_files(tmp_path, bundles):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    install(bundles["v1"], bin_dir)
+    install(bundles["v2"], bin_dir)
+    (bin_dir / "bridge").write_text("foreign")
+    removed = bundle.uninstall(str(bin_dir))
+    assert "cni-delguard" in removed
+    assert sorted(os.listdir(bin_dir)) == ["bridge"]
+
+
+def test_a_foreign_regular_file_is_replaced_atomically_but_not_removed_on_uninstall(
+    tmp_path, bundles
+):
+    (tmp_path / "cni-delguard").write_text("someone else's")
+    assert bundle.uninstall(str(tmp_path)) == []
+    install(bundles["v1"], tmp_path)
+    assert exec_guard(tmp_path).stdout == "v1"
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        pytest.param(lambda d: d.mkdir(), "no executable cni-delguard", id="empty-bundle"),
+        pytest.param(
+            lambda d: make_bundle(d, "v") and (d / "_internal" / "x").symlink_to("/etc"),
+            "points outside the bundle",
+            id="absolute-symlink",
+        ),
+    ],
+)
+def test_bad_bundles_are_refused_and_leave_nothing(tmp_path, make, why):
+    src, bin_dir = tmp_path / "src", tmp_path / "bin"
+    bin_dir.mkdir()
+    make(src)
+    with pytest.raises(bundle.BundleError, match=why):
+        install(src, bin_dir)
+    assert os.listdir(bin_dir) == []
+
+
+def test_stale_temp_dirs_of_crashed_runs_are_pruned(tmp_path, bundles):
+    stale = tmp_path / f"{bundle.PREFIX}0123.99999.tmp"
+    stale.mkdir()
+    os.utime(stale, (0, 0))
+    fresh = tmp_path / f"{bundle.PREFIX}4567.99998.tmp"
+    fresh.mkdir()
+    install(bundles["v1"], tmp_path)
+    assert not stale.exists()
+    assert fresh.exists()  # may be another installer's copy in progress
+
+
+def test_exec_during_repeated_installs_never_fails(tmp_path):
+    """A runtime execs the plugin while versions are copied in, switched and pruned.
+
+    The installs are 50 ms apart (a real upgrade is minutes apart): a plugin started just before
+    a switch must survive it, and the next one, since its version is kept until then.
+    """
+    names = ("v1", "v2", "v3")
+    srcs = [make_bundle(tmp_path / v, v, filler=4 << 20) for v in names]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    install(srcs[0], bin_dir)
+    stop, failures, runs = threading.Event(), [], []
+
+    def runtime() -> None:
+        while not stop.is_set():
+            r = exec_guard(bin_dir)
+            runs.append(r.stdout)
+            if r.returncode != 0 or r.stdout not in names:
+                failures.append((r.returncode, r.stdout, r.stderr))
+
+    threads = [threading.Thread(target=runtime) for _ in range(2)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 3
+    switches = 0
+    while time.monotonic() < deadline:
+        install(srcs[switches % 3], bin_dir)
+        switches += 1
+        time.sleep(0.05)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert switches >= 6
+    assert set(names) <= set(runs)
+    assert len(versions(bin_dir)) == 2

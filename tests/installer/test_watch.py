@@ -1,0 +1,131 @@
+"""watch.py: re-patching after a rewrite, and not fighting another writer in a loop."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from cni_delguard.installer import actions, watch
+
+from .conftest import MULTUS_CONF
+
+FAST = watch.Limits(interval=0.02, settle=0.02, max_repatches=3, window=60.0, max_backoff=0.5)
+
+
+def options(node):
+    return actions.Options(
+        bin_dir=str(node.bin),
+        conf_dir=str(node.net),
+        conf_file=None,
+        wrap="multus",
+        state_dir=str(node.state),
+    )
+
+
+def wrapped(path):
+    try:
+        return json.loads(path.read_text()).get("type") == "cni-delguard"
+    except ValueError:
+        return False
+
+
+def wait_for(predicate, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+class Watcher:
+    def __init__(self, node, limits=FAST):
+        self.log: list[str] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(
+            target=watch.run, args=(options(node), limits, self.stop, self.log.append)
+        )
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(5)
+        assert not self.thread.is_alive()
+
+    def patches(self):
+        return sum("wrapped 'multus'" in line for line in self.log)
+
+
+def test_watch_patches_at_start_and_again_after_a_rewrite(node):
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    with Watcher(node) as w:
+        assert wait_for(lambda: wrapped(path))
+        path.write_text(MULTUS_CONF.replace("kube-ovn", "calico"))  # multus regenerates it
+        assert wait_for(lambda: wrapped(path))
+        assert json.loads(path.read_text())["delegate"]["delegates"][0]["name"] == "calico"
+    assert w.patches() == 2
+
+
+def test_watch_waits_for_the_conf_to_appear(node):
+    with Watcher(node) as w:
+        time.sleep(0.1)
+        path = node.write_conf("00-multus.conf", MULTUS_CONF)
+        assert wait_for(lambda: wrapped(path))
+    assert any("no .conf" in line for line in w.log)
+
+
+def test_watch_backs_off_from_a_writer_that_always_undoes_it(node):
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    stop_fight = threading.Event()
+
+    def other_writer() -> None:
+        while not stop_fight.is_set():
+            if wrapped(path):
+                tmp = node.net / ".fight.tmp"
+                tmp.write_text(MULTUS_CONF)
+                os.rename(tmp, path)
+            time.sleep(0.01)
+
+    fighter = threading.Thread(target=other_writer)
+    with Watcher(node) as w:
+        fighter.start()
+        time.sleep(1.5)
+        stop_fight.set()
+        fighter.join()
+    assert w.patches() == FAST.max_repatches, w.log
+    assert any("backing off" in line for line in w.log)
+
+
+def test_watch_unchanged_conf_is_not_rewritten(node):
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    with Watcher(node):
+        assert wait_for(lambda: wrapped(path))
+        st = os.stat(path)
+        time.sleep(0.3)
+    assert (os.stat(path).st_ino, os.stat(path).st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
+
+
+def test_watch_command_stops_cleanly_on_sigterm(node, bundles):
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    code = "import sys; from cni_delguard.installer.cli import main; sys.exit(main(sys.argv[1:]))"
+    args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--watch-interval", "0.05")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "install", *args], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert wait_for(lambda: wrapped(path), timeout=20)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    assert "watch: stopped" in err
+    assert (node.bin / "cni-delguard").exists()
