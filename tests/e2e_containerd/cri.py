@@ -1,10 +1,10 @@
 """A small CRI client: stubs generated at test time from Debian's CRI api.proto.
 
-crictl is not packaged by Debian. The CRI runtime v1 api.proto is (golang-github-kubernetes-cri-api-dev
-in trixie); tools/e2e-fetch-cri-proto.sh puts it into the cache. Its gogo-protobuf options only
-matter to Go code generation, so they are stripped before grpc_tools.protoc runs. The stubs go
-into a cache dir keyed by the proto's hash and the grpcio-tools version; nothing generated is
-committed.
+crictl is not packaged by Debian. The CRI runtime v1 api.proto is
+(golang-github-kubernetes-cri-api-dev in trixie); tools/e2e-fetch-cri-proto.sh puts it into the
+cache. Its gogo-protobuf options only matter to Go code generation, so they are stripped before
+grpc_tools.protoc runs. The stubs go into a cache dir keyed by the proto's hash and the
+grpcio-tools version; nothing generated is committed.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "cri_runtime_v1"  # the generated modules' package (a namespace package)
 
-_GOGO_IMPORT = re.compile(r'^\s*import\s+"github\.com/gogo/protobuf/gogoproto/gogo\.proto";\s*$', re.M)
+_GOGO_IMPORT = re.compile(
+    r'^\s*import\s+"github\.com/gogo/protobuf/gogoproto/gogo\.proto";\s*$', re.M
+)
 _GOGO_FILE_OPTION = re.compile(r"^\s*option\s+\(gogoproto\.[a-z_]+\)\s*=\s*[^;]+;\s*$", re.M)
 _GOGO_FIELD_OPTION = re.compile(r"\s*\[\s*\(gogoproto\.[^\]]*\]")
 

@@ -1,4 +1,4 @@
-"""A throwaway containerd "node": its own config, root, state, socket, CNI dirs, all under one temp dir.
+"""A throwaway containerd "node": own config, root, state, socket and CNI dirs, in one temp dir.
 
 containerd is never run as a system service and never touches the machine's /run/containerd:
 
@@ -142,7 +142,9 @@ class Node:
 
     # --- set-up ------------------------------------------------------------------------------
 
-    def install_debian_plugins(self, names: tuple[str, ...] = ("bridge", "host-local", "loopback")) -> None:
+    def install_debian_plugins(
+        self, names: tuple[str, ...] = ("bridge", "host-local", "loopback")
+    ) -> None:
         for plugin in names:
             (self.cni_bin / plugin).symlink_to(DEBIAN_CNI / plugin)
 
@@ -189,7 +191,7 @@ class Node:
         self._log = self.log_path.open("ab")
         self._log.write(f"\n===== start {self.starts} =====\n".encode())
         self._log.flush()
-        # nsenter execs containerd in place (no fork for a mount namespace): the pid is containerd's.
+        # nsenter execs containerd in place (no fork for a mount namespace): pid is containerd's.
         self.containerd = subprocess.Popen(
             ["nsenter", f"--mount=/proc/{self.holder.pid}/ns/mnt", "--",
              "containerd", "--config", str(config)],
@@ -200,13 +202,16 @@ class Node:
     def _answers(self) -> bool:
         assert self.containerd is not None
         if self.containerd.poll() is not None:
-            raise RuntimeError(f"containerd exited with {self.containerd.returncode}:\n{self.log_tail()}")
+            code = self.containerd.returncode
+            raise RuntimeError(f"containerd exited with {code}:\n{self.log_tail()}")
         if not self.socket.exists():
             return False
         out = self.ctr("version", check=False)
         return out.returncode == 0 and "Server:" in out.stdout
 
-    def ctr(self, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def ctr(
+        self, *args: str, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             ["ctr", "-a", str(self.socket), "-n", "k8s.io", *args],
             capture_output=True, text=True, check=check, timeout=timeout,
@@ -325,7 +330,9 @@ class Node:
             top.rmdir()
 
     def _remove_bridges(self) -> None:
-        out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["ip", "-o", "link", "show"], capture_output=True, text=True, check=True
+        )
         for match in re.finditer(r"^\d+: ([^:@]+)", out.stdout, re.M):
             if match.group(1).startswith(bridge_prefix(self.name)):
                 subprocess.run(["ip", "link", "del", match.group(1)], check=True)

@@ -1,4 +1,4 @@
-"""Pieces the scenarios share: the fake delegate's knobs and record, conflists with or without the guard."""
+"""What the scenarios share: the fake delegate's knobs and record, the conflists."""
 
 from __future__ import annotations
 
@@ -37,7 +37,9 @@ class FakeDelegate:
         return {"type": "stale-delegate", "stateDir": str(self.state_dir),
                 "recordFile": str(self.record), **knobs}
 
-    def calls(self, command: str | None = None, container: str | None = None) -> list[dict[str, Any]]:
+    def calls(
+        self, command: str | None = None, container: str | None = None
+    ) -> list[dict[str, Any]]:
         if not self.record.exists():
             return []
         entries = [json.loads(line) for line in self.record.read_text().splitlines() if line]
@@ -50,11 +52,19 @@ class FakeDelegate:
         return found[0]
 
 
-def bridge_conf(node: Node) -> dict[str, Any]:
+def bridge_conf(node: Node, data_dir: Path | None = None) -> dict[str, Any]:
+    """Debian's bridge + host-local; no gateway address and no masquerading on the host."""
     return {"type": "bridge", "bridge": bridge_prefix(node.name) + "0",
             "isGateway": False, "ipMasq": False,
-            "ipam": {"type": "host-local", "dataDir": str(ipam_dir(node)),
+            "ipam": {"type": "host-local", "dataDir": str(data_dir or ipam_dir(node)),
                      "ranges": [[{"subnet": SUBNET}]]}}
+
+
+def broken_ipam_dir(node: Node) -> Path:
+    """A dataDir host-local cannot create (its parent is a file): its DEL fails for real."""
+    blocker = node.tmp / "ipam-blocker"
+    blocker.touch()
+    return blocker / "ipam"
 
 
 def ipam_dir(node: Node) -> Path:
@@ -89,8 +99,13 @@ class Network:
             install_guard(self.node.cni_bin)
 
     def conflist(self, plugins: list[dict[str, Any]]) -> dict[str, Any]:
+        """The first plugin is the one behind the guard (where multus would be); the rest follow.
+
+        Only one plugin is wrapped: the guard keys its markers by (network, container, ifname),
+        which every plugin of a conflist shares, so two guards in one list would share markers.
+        """
         if self.guarded:
-            plugins = [wrap(self.node, p) for p in plugins]
+            plugins = [wrap(self.node, plugins[0]), *plugins[1:]]
         self.generation += 1
         return {"cniVersion": "1.0.0", "name": NETWORK,
                 "e2eGeneration": f"gen-{self.generation}", "plugins": plugins}
@@ -128,7 +143,7 @@ def rpc_error(call: Any, *args: Any, **kwargs: Any) -> grpc.RpcError:
 
 
 def details(exc: grpc.RpcError) -> str:
-    return str(exc.details())  # type: ignore[attr-defined]
+    return str(exc.details())
 
 
 def markers(node: Node, container: str) -> list[Path]:

@@ -17,7 +17,7 @@ T = TypeVar("T")
 POLL = 0.02
 
 
-class WaitTimeout(AssertionError):
+class WaitTimeoutError(AssertionError):
     pass
 
 
@@ -29,7 +29,7 @@ def wait_for(check: Callable[[], T | None], what: str, timeout: float = 30) -> T
         if value:
             return value
         if time.monotonic() > deadline:
-            raise WaitTimeout(f"timed out after {timeout}s waiting for {what}")
+            raise WaitTimeoutError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(POLL)
 
 
