@@ -1,0 +1,155 @@
+"""Config: strict parsing, the lenient DEL peek, validation through pydantic, the verdict cache."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from cni_delguard import config, defaults, errors, models
+
+
+def _conf(tmp_path, **extra):
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "net1",
+        "type": "cni-delguard",
+        "delegate": {"type": "bridge", "bridge": "cni0", "unknown": {"kept": True}},
+        "stateDir": str(tmp_path / "state"),
+    }
+    conf.update(extra)
+    return conf
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"{", b"[1]", b"null", b"[" * 100000 + b"]" * 100000],
+    ids=["empty", "torn", "list", "null", "deeply-nested"],
+)
+def test_undecodable_stdin_is_code_6(data):
+    with pytest.raises(errors.CniError) as exc:
+        config.parse_json(data)
+    assert exc.value.code == errors.DECODING_FAILURE
+
+
+@pytest.mark.parametrize("version", ["0.1.0", "0.2.0", "1.2.0", "", None, 1])
+def test_unsupported_versions_are_code_1(version):
+    with pytest.raises(errors.CniError) as exc:
+        config.check_version({"cniVersion": version})
+    assert exc.value.code == errors.INCOMPATIBLE_VERSION
+
+
+def test_peek_falls_back_to_defaults_for_anything_malformed():
+    peek = config.Peek(
+        {
+            "name": "../x",
+            "stateDir": "relative",
+            "resultCacheDirs": "nope",
+            "multusCacheDirs": ["/ok", 3],
+            "logFile": 5,
+            "prevResult": [],
+        }
+    )
+    assert peek.network == ""
+    assert peek.state_dir == defaults.STATE_DIR
+    assert peek.result_cache_dirs == defaults.RESULT_CACHE_DIRS
+    assert peek.multus_cache_dirs == defaults.MULTUS_CACHE_DIRS
+    assert peek.log_file == defaults.LOG_FILE
+    assert peek.prev_result is False
+
+
+def test_peek_reads_what_is_well_formed():
+    peek = config.Peek(
+        {
+            "name": "net1",
+            "stateDir": "/s/../t",
+            "resultCacheDirs": ["/r", "rel"],
+            "logFile": "",
+            "prevResult": {"ips": []},
+        }
+    )
+    assert (peek.network, peek.state_dir, peek.result_cache_dirs) == ("net1", "/t", ("/r",))
+    assert peek.log_file == ""
+    assert peek.prev_result is True
+
+
+def test_defaults_are_filled_in(tmp_path, monkeypatch):
+    monkeypatch.undo()  # the documented defaults (README.md), not the test's redirected ones
+    s = config.load(_conf(tmp_path))
+    assert s.network == "net1" and s.delegate_type == "bridge"
+    assert s.timeouts == {"add": 180.0, "del": 60.0, "check": 60.0, "gc": 120.0, "status": 10.0}
+    assert s.result_cache_dirs == ("/var/lib/cni/results",)
+    assert s.multus_cache_dirs == ("/var/lib/cni/multus",)
+    assert s.log_file == "/var/log/cni-delguard/delguard.log"
+    assert (s.lock_timeout, s.log_level) == (10.0, "info")
+
+
+@pytest.mark.parametrize(
+    ("extra", "where"),
+    [
+        pytest.param({"stateDir": "rel"}, "stateDir", id="relative-state-dir"),
+        pytest.param({"timeouts": {"add": -1}}, "timeouts.add", id="negative-timeout"),
+        pytest.param({"timeouts": {"ad": 1}}, "timeouts.ad", id="unknown-timeout"),
+        pytest.param({"lockTimeout": "10"}, "lockTimeout", id="string-number"),
+        pytest.param({"logLevel": "loud"}, "logLevel", id="log-level"),
+        pytest.param({"name": "a/b"}, "name", id="network-name"),
+        pytest.param({"delegate": {"type": "../bin/sh"}}, "delegate.type", id="delegate-path"),
+        pytest.param({"delegate": {"type": "cni-delguard"}}, "delegate.type", id="self-delegation"),
+        pytest.param({"delegate": {}}, "delegate.type", id="no-delegate-type"),
+        pytest.param({"resultCacheDirs": ["/ok", "rel"]}, "resultCacheDirs.1", id="cache-dir"),
+        pytest.param({"type": "other"}, "type", id="wrong-type"),
+    ],
+)
+def test_invalid_configs_are_code_7_with_the_field_named(tmp_path, extra, where):
+    with pytest.raises(errors.CniError) as exc:
+        config.load(_conf(tmp_path, **extra))
+    assert exc.value.code == errors.INVALID_CONFIG
+    assert where in exc.value.details
+
+
+def test_a_verdict_is_stored_and_trusted_by_later_execs(tmp_path, monkeypatch):
+    conf = _conf(tmp_path, timeouts={"del": 5})
+    first = config.load(conf)
+    verdicts = os.listdir(tmp_path / "state" / "verdicts")
+    assert verdicts == [config.digest(conf) + ".json"]
+
+    def no_pydantic(_conf):
+        raise AssertionError("validated again despite a stored verdict")
+
+    monkeypatch.setattr(models, "validate", no_pydantic)
+    # The per-call keys do not change the digest...
+    again = config.load(dict(conf, runtimeConfig={"portMappings": []}, prevResult={"ips": []}))
+    assert again.timeouts == first.timeouts == dict(first.timeouts, **{"del": 5.0})
+    # ...but any other change does.
+    with pytest.raises(AssertionError, match="validated again"):
+        config.load(dict(conf, lockTimeout=3))
+
+
+def test_per_call_keys_are_still_checked_with_a_stored_verdict(tmp_path):
+    conf = _conf(tmp_path)
+    config.load(conf)
+    for bad in ({"runtimeConfig": []}, {"prevResult": "x"}):
+        with pytest.raises(errors.CniError) as exc:
+            config.load(dict(conf, **bad))
+        assert exc.value.code == errors.INVALID_CONFIG
+
+
+def test_an_unreadable_state_dir_only_costs_the_cache(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    s = config.load(_conf(tmp_path, stateDir=str(blocker / "state")))
+    assert s.network == "net1"
+
+
+def test_validate_plugin_conf_takes_the_lists_name_and_version(tmp_path):
+    plugin = {"type": "cni-delguard", "delegate": {"type": "multus"}}
+    s = config.validate_plugin_conf(plugin, "multus-cni-network", "0.3.1")
+    assert (s.network, s.cni_version, s.delegate_type) == ("multus-cni-network", "0.3.1", "multus")
+    with pytest.raises(errors.CniError):
+        config.validate_plugin_conf(plugin, "multus-cni-network", "0.2.0")
+
+
+def test_digest_ignores_key_order(tmp_path):
+    conf = _conf(tmp_path)
+    assert config.digest(conf) == config.digest(json.loads(json.dumps(conf, sort_keys=True)))

@@ -1,0 +1,135 @@
+"""The marker store and the file primitives under it: atomic, owner-only, no symlinks followed."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from cni_delguard import errors, fsutil, store
+
+
+def test_keys_are_readable_and_long_ones_are_hashed():
+    assert store.attachment_key("abc", "eth0") == "abc:eth0"
+    long_key = store.attachment_key("c" * 300, "eth0")
+    assert long_key.startswith("sha256-")
+    assert len(long_key) == len("sha256-") + 64
+    assert long_key == store.attachment_key("c" * 300, "eth0")
+    assert long_key != store.attachment_key("c" * 300, "eth1")
+
+
+def test_write_read_remove_with_owner_only_modes(tmp_path):
+    with store.MarkerStore(str(tmp_path / "s"), "net", create=True) as markers:
+        markers.write("c:eth0", store.ATTEMPTED, "c", "eth0")
+        assert markers.read("c:eth0") == store.ATTEMPTED
+        markers.write("c:eth0", store.COMPLETED, "c", "eth0")
+        assert markers.read("c:eth0") == store.COMPLETED
+        path = tmp_path / "s/networks/net/c:eth0.json"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        for d in ("s", "s/networks", "s/networks/net"):
+            assert stat.S_IMODE((tmp_path / d).stat().st_mode) == 0o700
+        body = json.loads(path.read_text())
+        assert body["containerID"] == "c" and body["ifname"] == "eth0"
+        markers.remove("c:eth0")
+        assert markers.read("c:eth0") is None
+        assert os.listdir(markers.fd) == []
+
+
+def test_remove_also_clears_temp_files_a_killed_writer_left(tmp_path):
+    with store.MarkerStore(str(tmp_path), "net", create=True) as markers:
+        leftover = tmp_path / "networks/net/.c:eth0.json.4242.tmp"
+        leftover.write_text("{")
+        other = tmp_path / "networks/net/.d:eth0.json.4242.tmp"
+        other.write_text("{")
+        markers.remove("c:eth0")
+        assert not leftover.exists()
+        assert other.exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "state"),
+    [
+        (b"", store.CORRUPT),
+        (b"{", store.CORRUPT),
+        (b"[]", store.CORRUPT),
+        (b'{"state": "weird"}', store.CORRUPT),
+        (b'{"state": "attempted"}', store.ATTEMPTED),
+        (None, None),
+    ],
+    ids=["empty", "torn", "not-object", "unknown-state", "attempted", "missing"],
+)
+def test_marker_parsing(content, state):
+    assert store.parse_marker(content) == state
+
+
+def test_a_symlinked_marker_is_not_followed(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text('{"state": "completed"}')
+    with store.MarkerStore(str(tmp_path / "s"), "net", create=True) as markers:
+        os.symlink(secret, tmp_path / "s/networks/net/c:eth0.json")
+        assert markers.read("c:eth0") is None
+        markers.write("c:eth0", store.ATTEMPTED, "c", "eth0")  # replaces the link itself
+    assert secret.read_text() == '{"state": "completed"}'
+    assert not os.path.islink(tmp_path / "s/networks/net/c:eth0.json")
+
+
+def test_a_symlinked_state_dir_is_refused(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    os.symlink(real, tmp_path / "link")
+    with pytest.raises(errors.CniError) as exc:
+        store.MarkerStore(str(tmp_path / "link"), "net", create=True)
+    assert exc.value.code == errors.IO_FAILURE
+    assert os.listdir(real) == []
+
+
+def test_a_symlinked_network_dir_is_refused(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (tmp_path / "s/networks").mkdir(parents=True, mode=0o700)
+    os.chmod(tmp_path / "s", 0o700)
+    os.symlink(elsewhere, tmp_path / "s/networks/net")
+    with pytest.raises(errors.CniError):
+        store.MarkerStore(str(tmp_path / "s"), "net", create=True)
+
+
+def test_a_state_dir_writable_by_others_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)  # noqa: S103 - the unsafe dir under test
+    with pytest.raises(errors.CniError) as exc:
+        store.MarkerStore(str(shared), "net", create=True)
+    assert "writable by group or others" in exc.value.msg
+
+
+def test_entries_list_markers_only(tmp_path):
+    with store.MarkerStore(str(tmp_path), "net", create=True) as markers:
+        markers.write("a:eth0", store.ATTEMPTED, "a", "eth0")
+        markers.write("b:eth0", store.COMPLETED, "b", "eth0")
+        (tmp_path / "networks/net/b:eth0.lock").write_text("")
+        (tmp_path / "networks/net/c:eth0.json").write_text("garbage")
+        keys = [(k, body.get("state")) for k, body in markers.entries()]
+    assert keys == [("a:eth0", "attempted"), ("b:eth0", "completed"), ("c:eth0", None)]
+
+
+def test_write_atomic_leaves_no_temp_file_when_the_rename_fails(tmp_path):
+    fd = fsutil.open_dir(str(tmp_path), create=True)
+    try:
+        (tmp_path / "target").mkdir()  # renaming a file over a directory fails
+        with pytest.raises(IsADirectoryError):
+            fsutil.write_atomic(fd, "target", b"x")
+        assert sorted(os.listdir(tmp_path)) == ["target"]
+    finally:
+        os.close(fd)
+
+
+def test_prune_oldest_keeps_the_newest(tmp_path):
+    d = tmp_path / "v"
+    d.mkdir(mode=0o700)
+    for i in range(5):
+        (d / f"{i}.json").write_text("{}")
+        os.utime(d / f"{i}.json", ns=(i * 10**9, i * 10**9))
+    fsutil.prune_oldest(str(d), keep=2)
+    assert sorted(os.listdir(d)) == ["3.json", "4.json"]
