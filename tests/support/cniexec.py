@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,18 +60,17 @@ class PluginExec:
     def start(
         self, plugin_type: str, env: dict[str, str], stdin: dict[str, Any]
     ) -> subprocess.Popen[bytes]:
-        """Start without waiting (for tests that kill the plugin mid-way); stdin already fed."""
-        proc = subprocess.Popen(
-            self.argv(plugin_type),
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(stdin).encode())
-        proc.stdin.close()
-        return proc
+        """Start without waiting (for tests that kill the plugin mid-way)."""
+        with tempfile.TemporaryFile() as data:
+            data.write(json.dumps(stdin).encode())
+            data.seek(0)
+            return subprocess.Popen(
+                self.argv(plugin_type),
+                env=env,
+                stdin=data,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
 
 
 def plugin_conf(

@@ -1,0 +1,123 @@
+"""Scenario 5: an ADD interrupted mid-way.
+
+Either the guard is SIGKILLed (a runtime's timeout) while its delegate is still running, after the
+delegate set things up, or the delegate itself is killed. Either way the next DEL succeeds and
+cleans what the delegate had set up: the veth, the lease and the rules of the real bridge, or the
+fake's state file. The killed guard's delegate is left running on purpose, as a runtime leaves it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cni_conformance.checks import assert_detached, ok
+from tests.cni_conformance.lab import REFERENCE_SKIP, VERSIONS, Lab, reference_ok
+from tests.support.cnitool import container_id
+from tests.support.netns import Netns
+from tests.support.recorder import read_records
+
+pytestmark = pytest.mark.netns
+SCENARIO = "5 interrupted add"
+
+
+def wait_for(
+    what: str, cond: Callable[[], bool], proc: subprocess.Popen[bytes], timeout: float = 60
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if proc.poll() is not None:
+            out = proc.communicate()
+            pytest.fail(f"the guard exited ({proc.returncode}) before {what}: {out!r}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def start_add(lab: Lab, conf: dict[str, Any], inner: Netns) -> subprocess.Popen[bytes]:
+    stdin = dict(conf["plugins"][0], name=conf["name"], cniVersion=conf["cniVersion"])
+    env = lab.execer.env("ADD", container_id(inner.path), str(inner.path), "eth0")
+    proc = lab.execer.start("cni-delguard", env, stdin)
+    lab.pids.append(proc.pid)
+    return proc
+
+
+def kill_guard(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+
+def fake_add_pids(lab: Lab) -> list[int]:
+    return [int(c["pid"]) for c in lab.fake_calls("ADD")]
+
+
+def state_files(path: Path) -> list[str]:
+    return sorted(p.name for p in path.iterdir()) if path.exists() else []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_guard_killed_while_bridge_runs(lab: Lab, version: str) -> None:
+    if not reference_ok(version):
+        pytest.skip(REFERENCE_SKIP)
+    record = lab.recorder("rec-bridge", "bridge", hang_after_add=True)
+    bridge = lab.bridge("rec-bridge")
+    conf = lab.conflist(version, [lab.guard(bridge)])
+    net, inner = conf["name"], lab.nets.new("i")
+
+    proc = start_add(lab, conf, inner)
+    wait_for("the bridge's ADD", lambda: bool(read_records(record, "hang")), proc)
+    lab.pids.extend(int(e["pid"]) for e in read_records(record, "hang"))
+    assert "eth0" in inner.links() and lab.leases(net), "the delegate set nothing up"
+    kill_guard(proc)
+    assert lab.markers(net) == {lab.key(inner.path): "attempted"}
+
+    ok(lab.runner(conf).delete(inner.path), "del after the guard was killed mid-ADD")
+    assert_detached(lab, inner, net, bridge["bridge"])
+    assert len(lab.calls(record, "DEL")) == 1
+    assert lab.state_files() == []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_guard_killed_while_fake_runs(lab: Lab, version: str) -> None:
+    fake = lab.fake(hang=["ADD"], addHangAfterState=True, hangSeconds=120)
+    conf = lab.conflist(version, [lab.guard(fake)])
+    net, inner = conf["name"], lab.nets.new("i")
+
+    proc = start_add(lab, conf, inner)
+    wait_for("the fake's state file", lambda: bool(state_files(lab.fake_state)), proc)
+    lab.pids.extend(fake_add_pids(lab))
+    kill_guard(proc)
+
+    ok(lab.runner(conf).delete(inner.path), "del after the guard was killed mid-ADD")
+    assert state_files(lab.fake_state) == [], "the delegate's state was not cleaned"
+    assert len(lab.fake_calls("DEL")) == 1
+    assert lab.markers(net) == {}
+    assert lab.state_files() == []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_delegate_killed_mid_add(lab: Lab, version: str) -> None:
+    fake = lab.fake(hang=["ADD"], addHangAfterState=True, hangSeconds=120)
+    conf = lab.conflist(version, [lab.guard(fake)])
+    inner = lab.nets.new("i")
+
+    proc = start_add(lab, conf, inner)
+    wait_for("the fake's state file", lambda: bool(state_files(lab.fake_state)), proc)
+    pids = fake_add_pids(lab)
+    lab.pids.extend(pids)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode != 0, f"ADD succeeded though its delegate was killed: {out!r}"
+
+    ok(lab.runner(conf).delete(inner.path), "del after the delegate was killed mid-ADD")
+    assert state_files(lab.fake_state) == [], "the delegate's state was not cleaned"
+    assert lab.state_files() == []
