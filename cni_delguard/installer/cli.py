@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
             help="the guard's stateDir; the installer "
             f"keeps originals in DIR/installer (default {STATE_DIR})",
         )
+        p.add_argument(
+            "--root",
+            metavar="DIR",
+            default="/",
+            help="where the node's / is mounted; the dirs above are taken under it (%(default)s)",
+        )
         p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     inst.add_argument(
         "--bundle-dir",
@@ -89,15 +95,22 @@ def options(args: argparse.Namespace) -> actions.Options:
     if args.command == "install" and not args.no_bundle:
         bundle_dir = args.bundle_dir or default_bundle_dir()
     return actions.Options(
-        bin_dir=args.bin_dir,
-        conf_dir=args.conf_dir,
+        bin_dir=under(args.root, args.bin_dir),
+        conf_dir=under(args.root, args.conf_dir),
         conf_file=args.conf_file,
         wrap=args.wrap,
-        state_dir=args.state_dir or STATE_DIR,
+        state_dir=under(args.root, args.state_dir or STATE_DIR),
         bundle_dir=bundle_dir,
         keys=keys,
         dry_run=args.dry_run,
     )
+
+
+def under(root: str, path: str) -> str:
+    """`path` as seen on the node, reached through `root` (the conf keeps the node's own paths)."""
+    if not path.startswith("/"):
+        raise UsageError(f"{path!r} must be an absolute path")
+    return os.path.normpath(os.path.join(root, path.lstrip("/")))
 
 
 def default_bundle_dir() -> str:

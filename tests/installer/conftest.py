@@ -43,15 +43,7 @@ class Node:
         return self.root / "var/lib/cni/delguard"
 
     def args(self, *extra: str) -> list[str]:
-        return [
-            "--bin-dir",
-            str(self.bin),
-            "--conf-dir",
-            str(self.net),
-            "--state-dir",
-            str(self.state),
-            *extra,
-        ]
+        return ["--root", str(self.root), *extra]
 
     def write_conf(self, name: str, text: str, mode: int = 0o644) -> Path:
         path = self.net / name

@@ -130,10 +130,19 @@ def test_dry_run_prints_the_diff_and_changes_nothing(node, bundles):
 
 def test_guard_keys_are_written(node, bundles):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
-    r = run(["install", *node.args("--no-bundle", "--log-level", "debug", "--log-file", "")])
+    args = ["--no-bundle", "--log-level", "debug", "--log-file", "", "--state-dir", "/var/lib/dg"]
+    r = run(["install", *node.args(*args)])
     assert r.code == 0, r.err
     conf = json.loads(path.read_text())
-    assert (conf["logLevel"], conf["logFile"], conf["stateDir"]) == ("debug", "", str(node.state))
+    assert (conf["logLevel"], conf["logFile"], conf["stateDir"]) == ("debug", "", "/var/lib/dg")
+    assert len(os.listdir(node.root / "var/lib/dg/installer")) == 2  # the record, under --root
+
+
+def test_without_guard_keys_the_conf_gets_none(node):
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    assert run(["install", *node.args("--no-bundle")]).code == 0
+    conf = json.loads(path.read_text())
+    assert set(conf) == {"cniVersion", "name", "type", "capabilities", "delegate"}
 
 
 @pytest.mark.parametrize(

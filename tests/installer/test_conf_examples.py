@@ -1,0 +1,50 @@
+"""conf/: every example is what the installer makes of its original, and the guard accepts it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cni_delguard.config import validate_plugin_conf
+from cni_delguard.installer.patch import guard_plugins
+
+from .conftest import run
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parent / "data"
+
+EXAMPLES = [
+    pytest.param("multus-thin", "00-multus.conf", "multus", id="multus-thin"),
+    pytest.param("multus-thick", "00-multus.conf", "multus-shim", id="multus-thick"),
+    pytest.param("bridge", "10-bridge.conflist", "bridge", id="bridge"),
+    pytest.param("kube-ovn-multus", "00-multus.conf", "multus", id="kube-ovn-multus"),
+]
+
+
+def test_every_example_is_in_the_table():
+    listed = {p.values[0] for p in EXAMPLES}
+    assert {d.name for d in (REPO / "conf").iterdir() if d.is_dir()} == listed
+
+
+@pytest.mark.parametrize(("example", "name", "wrap"), EXAMPLES)
+def test_example_passes_the_guards_model(example, name, wrap):
+    conf = json.loads((REPO / "conf" / example / name).read_text())
+    entries = guard_plugins(conf, name.endswith(".conflist"))
+    assert len(entries) == 1
+    assert entries[0]["delegate"]["type"] == wrap
+    settings = validate_plugin_conf(entries[0], conf["name"], conf["cniVersion"])
+    assert settings.delegate_type == wrap
+
+
+@pytest.mark.parametrize(("example", "name", "wrap"), EXAMPLES)
+def test_installer_makes_the_example_from_the_original_and_back(node, example, name, wrap):
+    original = (DATA / example / name).read_bytes()
+    shutil.copy(DATA / example / name, node.net / name)
+    r = run(["install", *node.args("--no-bundle", "--wrap", wrap)])
+    assert r.code == 0, r.err
+    assert (node.net / name).read_bytes() == (REPO / "conf" / example / name).read_bytes()
+    assert run(["uninstall", *node.args()]).code == 0
+    assert (node.net / name).read_bytes() == original
