@@ -44,13 +44,6 @@ def pytest_report_header() -> list[str]:
     return [f"containerd: {containerd_version()}", f"guard under test: {under_test()}"]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.containerd)
-
-
 @pytest.fixture(scope="session")
 def e2e_ready() -> str:
     """The containerd version, once it is known that containerd can run here."""

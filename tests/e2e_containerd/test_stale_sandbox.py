@@ -36,6 +36,8 @@ from tests.e2e_containerd.scenario import (
 )
 from tests.e2e_containerd.waiting import wait_for
 
+pytestmark = pytest.mark.containerd
+
 GUARD = pytest.mark.parametrize("guarded", [False, True], ids=["without-guard", "with-guard"])
 
 DESTROY_FAILED = "failed to destroy network for sandbox"
