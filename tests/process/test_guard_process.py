@@ -1,0 +1,192 @@
+"""The guard run as a process, exec'd the way a runtime execs it: the package and the frozen
+binary (the product) through the same cases. Against the labelled fake delegate for the DEL
+decision table, and against Debian's bridge + host-local in real network namespaces."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support import guard, netns
+from tests.support.fakes import install_fake
+
+MODES = ["package", "frozen"]
+
+
+@pytest.fixture(params=MODES)
+def bin_dir(request, tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("DELGUARD_UNDER_TEST", request.param)
+    if (
+        request.param == "frozen"
+        and not os.access(guard.FROZEN, os.X_OK)
+        and "DELGUARD_BIN" not in os.environ
+    ):
+        if os.environ.get("CI"):
+            pytest.fail("the frozen binary must be built before the tests (tools/build.sh)")
+        pytest.skip("frozen binary not built (tools/build.sh)")
+    d = tmp_path / "bin"
+    d.mkdir()
+    guard.install_guard(d)
+    install_fake(d)
+    for plugin in ("bridge", "host-local", "loopback"):
+        if os.path.exists(f"/usr/lib/cni/{plugin}"):
+            (d / plugin).symlink_to(f"/usr/lib/cni/{plugin}")
+    return d
+
+
+def run(bin_dir, command, conf, cid="c1", ifname="eth0", netns_path="/proc/self/ns/net", prefix=()):
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+        "CNI_COMMAND": command,
+        "CNI_CONTAINERID": cid,
+        "CNI_IFNAME": ifname,
+        "CNI_NETNS": netns_path,
+        "CNI_PATH": str(bin_dir),
+    }
+    data = conf if isinstance(conf, bytes) else json.dumps(conf).encode()
+    proc = subprocess.run(
+        [*prefix, str(bin_dir / "cni-delguard")],
+        input=data,
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert b"Traceback" not in proc.stderr, proc.stderr.decode()
+    return proc.returncode, (json.loads(proc.stdout) if proc.stdout else None)
+
+
+def fake_conf(tmp_path, **delegate):
+    return {
+        "cniVersion": "1.0.0",
+        "name": "net1",
+        "type": "cni-delguard",
+        "delegate": {
+            "type": "stale-delegate",
+            "stateDir": str(tmp_path / "fake"),
+            "recordFile": str(tmp_path / "calls"),
+            **delegate,
+        },
+        "stateDir": str(tmp_path / "state"),
+        "logFile": str(tmp_path / "log"),
+        "resultCacheDirs": [str(tmp_path / "results")],
+        "multusCacheDirs": [],
+    }
+
+
+def calls(tmp_path):
+    path = tmp_path / "calls"
+    return (
+        [json.loads(x)["command"] for x in path.read_text().splitlines()] if path.exists() else []
+    )
+
+
+def last_decision(tmp_path):
+    return json.loads((tmp_path / "log").read_text().splitlines()[-1])["decision"]
+
+
+def test_version(bin_dir):
+    code, out = run(bin_dir, "VERSION", b"")
+    assert code == 0
+    assert "1.1.0" in out["supportedVersions"]
+
+
+def test_del_without_evidence_is_answered_without_the_delegate(bin_dir, tmp_path):
+    assert run(bin_dir, "DEL", fake_conf(tmp_path)) == (0, None)
+    assert calls(tmp_path) == []
+    assert last_decision(tmp_path) == "skip"
+
+
+def test_interrupted_add_then_failing_del_succeeds(bin_dir, tmp_path):
+    conf = fake_conf(tmp_path, hang=["ADD"], hangSeconds=30)
+    conf["timeouts"] = {"add": 1}
+    code, out = run(bin_dir, "ADD", conf)
+    assert code == 1 and out["code"] == 11
+    assert run(bin_dir, "DEL", fake_conf(tmp_path)) == (0, None)
+    assert calls(tmp_path) == ["ADD", "DEL", "DEL"]  # cleanup DEL after the failed ADD, then ours
+    assert last_decision(tmp_path) == "forward-lenient"
+    assert run(bin_dir, "DEL", fake_conf(tmp_path)) == (0, None)
+    assert last_decision(tmp_path) == "skip"
+
+
+def test_completed_add_then_failing_del_is_propagated(bin_dir, tmp_path):
+    assert run(bin_dir, "ADD", fake_conf(tmp_path))[0] == 0
+    code, out = run(bin_dir, "DEL", fake_conf(tmp_path, failDel=42))
+    assert code == 1
+    assert out == {
+        "cniVersion": "1.0.0",
+        "code": 42,
+        "msg": "fake delegate: DEL refused",
+        "details": "",
+    }
+    assert run(bin_dir, "DEL", fake_conf(tmp_path)) == (0, None)
+    assert calls(tmp_path) == ["ADD", "DEL", "DEL"]
+    assert sorted(os.listdir(tmp_path / "state" / "networks" / "net1")) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "stdin", "env", "code"),
+    [
+        pytest.param("ADD", b"\xff\xfe garbage", {}, 6, id="garbage-stdin"),
+        pytest.param("ADD", b" " * (5 * 1024 * 1024), {}, 6, id="oversized-stdin"),
+        pytest.param("ADD", None, {"CNI_CONTAINERID": "../../etc"}, 4, id="traversal-container-id"),
+        pytest.param("ADD", None, {"CNI_IFNAME": "a/b"}, 4, id="bad-ifname"),
+        pytest.param("FROB", None, {}, 4, id="unknown-command"),
+        pytest.param("ADD", "9.9.9", {}, 1, id="unknown-version"),
+    ],
+)
+def test_bad_input_gets_cni_error_json(bin_dir, tmp_path, command, stdin, env, code):
+    conf = fake_conf(tmp_path)
+    if stdin == "9.9.9":
+        conf["cniVersion"] = "9.9.9"
+        stdin = None
+    data = stdin if stdin is not None else json.dumps(conf).encode()
+    kw = {"cid": env.get("CNI_CONTAINERID", "c1"), "ifname": env.get("CNI_IFNAME", "eth0")}
+    rc, out = run(bin_dir, command, data, **kw)
+    assert rc != 0
+    assert out["code"] == code
+    assert set(out) <= {"cniVersion", "code", "msg", "details"}
+    assert calls(tmp_path) == []
+
+
+@pytest.mark.netns
+def test_bridge_and_host_local_through_the_guard(bin_dir, tmp_path):
+    if reason := netns.available():
+        pytest.skip(reason)
+    spaces = netns.NetnsSet(prefix="dgp")
+    try:
+        outer, pod = spaces.new("o"), spaces.new("p")
+        leases = tmp_path / "leases"
+        conf = {
+            "cniVersion": "1.0.0",
+            "name": "pnet",
+            "type": "cni-delguard",
+            "delegate": {
+                "type": "bridge",
+                "bridge": "dgpbr0",
+                "isGateway": True,
+                "ipam": {"type": "host-local", "subnet": "10.252.0.0/24", "dataDir": str(leases)},
+            },
+            "stateDir": str(tmp_path / "state"),
+            "logFile": str(tmp_path / "log"),
+            "resultCacheDirs": [str(tmp_path / "results")],
+            "multusCacheDirs": [],
+        }
+        inside = ["ip", "netns", "exec", outer.name]
+        code, result = run(bin_dir, "ADD", conf, netns_path=str(pod.path), prefix=inside)
+        assert code == 0
+        assert result["ips"][0]["address"].startswith("10.252.0.")
+        assert pod.addresses("eth0") == [result["ips"][0]["address"]]
+        assert list((leases / "pnet").glob("10.252.0.*"))
+        conf["prevResult"] = result
+        assert run(bin_dir, "DEL", conf, netns_path=str(pod.path), prefix=inside) == (0, None)
+        assert not list((leases / "pnet").glob("10.252.0.*"))
+        assert "eth0" not in pod.links()
+        assert last_decision(tmp_path) == "forward-strict"
+        assert run(bin_dir, "DEL", conf, netns_path=str(pod.path), prefix=inside) == (0, None)
+    finally:
+        assert spaces.close() == []
