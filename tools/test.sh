@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# test.sh: the project's tests, on a fresh Debian bookworm machine, as root (network namespaces,
+# a containerd of the tests' own). Installs what it needs (Debian packages, cnitool built from
+# Debian's CNI source, the Python dev and freeze pins), builds the frozen bundle (the product the
+# tests run), lints, then runs pytest. Extra arguments go to pytest.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+python=${PYTHON:-python3}
+cd "$repo"
+
+[ "$(id -u)" -eq 0 ] || { echo "test.sh: run as root (network namespaces, containerd)" >&2; exit 1; }
+
+tools/install-test-deps.sh
+tools/install-e2e-deps.sh
+"$python" -m pip install --quiet --disable-pip-version-check -e '.[dev,freeze]'
+tools/build.sh
+
+"$python" -m ruff check .
+"$python" -m mypy
+
+# pytest exits 5 when it collected no test: that is a failure here like any other non-zero.
+exec "$python" -m pytest "$@"
