@@ -35,9 +35,10 @@ def run(ctx: Context, data: bytes) -> bytes:
         settings = load(ctx, conf)
         return _locked(ctx, conf, settings)
     except errors.CniError as exc:
-        if first == decide.SKIP:
+        if first == decide.SKIP and exc.code != errors.TRY_AGAIN_LATER:
             # Only a lock file was left (a killed operation), and the config or state dir is
-            # unusable: still nothing to delete, so removal must not be blocked.
+            # unusable: still nothing to delete, so removal must not be blocked. (A lock that is
+            # held, though, is an operation in flight: the runtime is told to try again.)
             why = f"{reason}; lock file left in place ({exc.msg})"
             ctx.record("warning", peek.network, **decision_fields(ev, first, why))
             return b""

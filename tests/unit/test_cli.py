@@ -233,3 +233,30 @@ def test_unexpected_exceptions_become_internal_cni_errors(node, monkeypatch):
     monkeypatch.setattr(plugin, "cmd_add", boom)
     code, out = node.run("ADD", node.conf())
     assert code == 1 and out["code"] == errors.INTERNAL and "surprise" in out["details"]
+
+
+def test_a_leftover_lock_file_alone_is_cleaned_and_del_succeeds(node):
+    node.run("ADD", node.conf())
+    net = node.state / "networks/net1"
+    (net / "c1:eth0.json").unlink()
+    (node.fake_state / "c1:eth0").unlink()
+    assert node.state_files() == ["c1:eth0.lock"]
+    assert node.run("DEL", node.conf()) == (0, None)
+    assert node.state_files() == []
+    assert node.calls() == ["ADD"]
+
+
+def test_a_held_lock_makes_del_try_again_later_even_without_a_marker(node):
+    from cni_delguard.locking import AttachmentLock
+
+    net = node.state / "networks/net1"
+    net.mkdir(parents=True, mode=0o700)
+    for d in (node.state, node.state / "networks"):
+        d.chmod(0o700)
+    lock = AttachmentLock(str(net / "c1:eth0.lock"), timeout=1)
+    try:
+        code, out = node.run("DEL", node.conf(lockTimeout=0.2))
+    finally:
+        lock.release()
+    assert code == 1
+    assert out["code"] == errors.TRY_AGAIN_LATER
