@@ -1,0 +1,82 @@
+"""The programs under comparison and the inputs they get."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+FROZEN = REPO / "dist" / "cni-delguard" / "cni-delguard"
+CNI_LIB = Path("/usr/lib/cni")
+LOOPBACK = CNI_LIB / "loopback"
+
+FLOOR_SOURCE = """\
+#include <unistd.h>
+int main(void) {
+    char buf[4096];
+    while (read(0, buf, sizeof buf) > 0) {
+    }
+    return 0;
+}
+"""
+
+
+def require_executable(path: Path, hint: str) -> Path:
+    if not os.access(path, os.X_OK):
+        raise SystemExit(f"benchmarks: {path} is not an executable: {hint}")
+    return path
+
+
+def build_floor(scratch: Path) -> Path:
+    """The static floor: a static C program that reads stdin to EOF and exits 0."""
+    if shutil.which("gcc") is None:
+        raise SystemExit("benchmarks: gcc is needed for the static floor (apt-get install gcc)")
+    src = scratch / "floor.c"
+    exe = scratch / "floor"
+    src.write_text(FLOOR_SOURCE, encoding="utf-8")
+    subprocess.run(["gcc", "-static", "-O2", "-o", str(exe), str(src)], check=True)
+    return exe
+
+
+def cni_env(command: str, container_id: str, cni_path: str, netns: str = "") -> dict[str, str]:
+    """The environment a runtime gives a plugin (PATH kept so delegates find their tools)."""
+    env = {
+        "CNI_COMMAND": command,
+        "CNI_CONTAINERID": container_id,
+        "CNI_IFNAME": "eth0",
+        "CNI_PATH": cni_path,
+        "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+    }
+    if netns:
+        env["CNI_NETNS"] = netns
+    return env
+
+
+def guard_state(root: Path) -> dict[str, Any]:
+    """Guard keys that keep all its state under root (DESIGN.md, "Guard keys")."""
+    for sub in ("state", "results", "multus"):
+        (root / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+    return {
+        "stateDir": str(root / "state"),
+        "logFile": str(root / "log"),
+        "resultCacheDirs": [str(root / "results")],
+        "multusCacheDirs": [str(root / "multus")],
+    }
+
+
+def guard_conf(name: str, delegate: dict[str, Any], state: dict[str, Any]) -> bytes:
+    conf = {"cniVersion": "1.0.0", "name": name, "type": "cni-delguard", "delegate": delegate}
+    conf.update(state)
+    return json.dumps(conf).encode()
+
+
+def plugin_conf(name: str, plugin: dict[str, Any]) -> bytes:
+    return json.dumps({"cniVersion": "1.0.0", "name": name, **plugin}).encode()
+
+
+def container_id(prefix: str, number: int) -> str:
+    return f"{prefix}-{number & 0xFFFFFFFF:08x}"
