@@ -1,0 +1,150 @@
+"""The frozen bundle (tools/build.sh) reached the ways a runtime reaches it in /opt/cni/bin.
+
+The bundle lives in its own dir and the name in the CNI bin dir is a symlink to its executable:
+an absolute or a relative one, found by path or by PATH lookup, with any argv[0]. Each way must
+answer VERSION and skip a DEL that has no evidence (exit 0, nothing on stdout). No timing here:
+speed is the benchmark's business (python -m benchmarks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support import guard
+
+BUNDLE = Path(os.environ.get("DELGUARD_BIN", str(guard.FROZEN)))
+
+
+@pytest.fixture(scope="module")
+def bundle() -> Path:
+    if not os.access(BUNDLE, os.X_OK):
+        if os.environ.get("CI"):
+            pytest.fail(f"{BUNDLE} must be built before the tests (tools/build.sh)")
+        pytest.skip(f"frozen bundle not built at {BUNDLE}: run tools/build.sh")
+    return BUNDLE
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Path:
+    """tmp_path/bin (where symlinks go), tmp_path/elsewhere (the cwd), private guard state."""
+    for sub in ("bin", "elsewhere", "results", "multus"):
+        (tmp_path / sub).mkdir()
+    (tmp_path / "state").mkdir(mode=0o700)
+    return tmp_path
+
+
+def guard_conf(lab: Path, delegate: str = "bridge") -> bytes:
+    return json.dumps(
+        {
+            "cniVersion": "1.0.0",
+            "name": "n",
+            "type": "cni-delguard",
+            "delegate": {"type": delegate},
+            "stateDir": str(lab / "state"),
+            "logFile": str(lab / "log"),
+            "resultCacheDirs": [str(lab / "results")],
+            "multusCacheDirs": [str(lab / "multus")],
+        }
+    ).encode()
+
+
+def cni_env(command: str, lab: Path, **extra: str) -> dict[str, str]:
+    return {
+        "CNI_COMMAND": command,
+        "CNI_CONTAINERID": "frozen-0123456789abcdef",
+        "CNI_IFNAME": "eth0",
+        "CNI_PATH": f"{lab / 'bin'}:/usr/lib/cni",
+        "PATH": f"{lab / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin",
+        **extra,
+    }
+
+
+def link(lab: Path, bundle: Path, kind: str) -> Path:
+    """bin/cni-delguard -> the bundle's executable, absolute or relative."""
+    bin_link = lab / "bin" / "cni-delguard"
+    dest = bundle.resolve()
+    bin_link.symlink_to(dest if kind == "absolute" else os.path.relpath(dest, bin_link.parent))
+    return bin_link
+
+
+def run(
+    argv: list[str], env: dict[str, str], stdin: bytes, cwd: Path, executable: str | None = None
+):
+    return subprocess.run(
+        argv,
+        executable=executable,
+        env=env,
+        input=stdin,
+        cwd=cwd,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+
+# (link kind, how it is called): argv[0] as a runtime might pass it, run from another dir.
+WAYS = [
+    pytest.param("absolute", "full path", id="absolute-symlink"),
+    pytest.param("relative", "full path", id="relative-symlink"),
+    pytest.param("relative", "relative path", id="relative-symlink-relative-argv0"),
+    pytest.param("absolute", "PATH lookup", id="absolute-symlink-via-PATH"),
+    pytest.param("relative", "PATH lookup", id="relative-symlink-via-PATH"),
+    pytest.param("relative", "bare argv0", id="relative-symlink-bare-argv0"),
+]
+
+
+def invoke(lab: Path, bundle: Path, kind: str, how: str, env: dict[str, str], stdin: bytes):
+    exe = link(lab, bundle, kind)
+    cwd = lab / "elsewhere"
+    if how == "full path":
+        return run([str(exe)], env, stdin, cwd)
+    if how == "relative path":
+        return run(["../bin/cni-delguard"], env, stdin, cwd)
+    if how == "PATH lookup":
+        return run(["cni-delguard"], env, stdin, cwd)
+    # A bare argv[0] that names nothing on PATH: the executable must not depend on it.
+    return run(["cni-delguard"], {**env, "PATH": "/usr/bin:/bin"}, stdin, cwd, str(exe))
+
+
+@pytest.mark.parametrize(("kind", "how"), WAYS)
+def test_version_through_symlink(bundle: Path, lab: Path, kind: str, how: str) -> None:
+    proc = invoke(lab, bundle, kind, how, cni_env("VERSION", lab), b"")
+    assert proc.returncode == 0, proc.stderr.decode()
+    answer = json.loads(proc.stdout)
+    assert "1.0.0" in answer["supportedVersions"]
+
+
+@pytest.mark.parametrize(("kind", "how"), WAYS)
+def test_no_evidence_del_through_symlink(bundle: Path, lab: Path, kind: str, how: str) -> None:
+    proc = invoke(lab, bundle, kind, how, cni_env("DEL", lab), guard_conf(lab))
+    assert (proc.returncode, proc.stdout) == (0, b""), proc.stderr.decode()
+
+
+ENV_DUMPER = """#!/bin/sh
+cat >/dev/null
+env > "$DUMP_TO"
+printf '{"cniVersion":"1.0.0","interfaces":[],"ips":[]}'
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the guard's stateDir must be owned by root")
+def test_delegate_gets_the_runtime_environment(bundle: Path, lab: Path) -> None:
+    """The bootloader's LD_LIBRARY_PATH (the bundle's libs) and _PYI_* never reach a delegate."""
+    dumper = lab / "bin" / "env-dumper"
+    dumper.write_text(ENV_DUMPER, encoding="utf-8")
+    dumper.chmod(0o755)
+    dump = lab / "delegate.env"
+    env = cni_env(
+        "ADD", lab, CNI_NETNS="/var/run/netns/none", DUMP_TO=str(dump), LD_LIBRARY_PATH="/opt/x"
+    )
+    proc = run([str(link(lab, bundle, "absolute"))], env, guard_conf(lab, "env-dumper"), lab)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr.decode())
+    seen = dict(line.split("=", 1) for line in dump.read_text(encoding="utf-8").splitlines())
+    assert seen["LD_LIBRARY_PATH"] == "/opt/x"
+    assert not [name for name in seen if name.startswith("_PYI_") or name.endswith("_ORIG")]
+    assert seen["CNI_COMMAND"] == "ADD"
