@@ -34,7 +34,7 @@ from tests.e2e_containerd.scenario import (
     markers,
     rpc_error,
 )
-from tests.e2e_containerd.waiting import wait_for
+from tests.e2e_containerd.waiting import wait_for, wait_gone
 
 pytestmark = pytest.mark.containerd
 
@@ -43,6 +43,8 @@ GUARD = pytest.mark.parametrize("guarded", [False, True], ids=["without-guard", 
 DESTROY_FAILED = "failed to destroy network for sandbox"
 NAME_RESERVED = "failed to reserve sandbox name"
 STALE_DEL = "server_socket is required in cni.conf"
+ORPHAN_ADD_SECONDS = 600  # an abandoned ADD that would otherwise run for ten minutes
+CLEANUP_BOUND = 20  # seconds containerd may take to finish an abandoned RunPodSandbox
 
 
 def assert_ready(client: CriClient, sandbox: str) -> None:
@@ -168,6 +170,29 @@ def _run_failed(node: Node, pod: PodSpec) -> bool:
             f"Namespace:{pod.namespace},Attempt:{pod.attempt},}}")
     text = node.log_path.read_text(encoding="utf-8", errors="replace")
     return f"RunPodSandbox for {meta} failed, error" in text
+
+
+@GUARD
+def test_abandoned_add_does_not_outlive_the_runtime(
+    node: Node, client: CriClient, guarded: bool
+) -> None:
+    """When containerd gives up on an ADD, the delegate's ADD must end with the plugin it killed.
+
+    containerd 1.6 kills the plugin it exec'd when the client's deadline cancels the request,
+    then waits for the plugin's stdout and stderr to close. Without the guard that plugin is the
+    delegate. With the guard it is the guard: a delegate that outlived it would keep the
+    inherited stderr open, so containerd's RunPodSandbox (and the sandbox's name) would stay
+    stuck until the delegate ended, and the delegate's ADD would run on beside the runtime's DEL.
+    """
+    fake, net, pod = FakeDelegate(node), Network(node, guarded), PodSpec("orphan", uid="uid-6")
+    net.apply(client, [fake.conf(hang=["ADD"], hangSeconds=ORPHAN_ADD_SECONDS), bridge_conf(node)])
+    err = rpc_error(client.run_pod, pod, timeout=5)
+    assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    add = fake.calls("ADD")[0]
+    wait_gone([add["pid"]], "the abandoned delegate ADD to be killed", timeout=CLEANUP_BOUND)
+    wait_for(lambda: _run_failed(node, pod), "containerd to finish the abandoned RunPodSandbox",
+             timeout=CLEANUP_BOUND)
+    assert not list(fake.state_dir.glob(f"{add['containerID']}*")), "the abandoned ADD left state"
 
 
 # --- 4. A normal pod through the guard ---------------------------------------------------------
