@@ -136,6 +136,7 @@ class Started:
 class Bench:
     root: Path
     prefix: list[str] = field(default_factory=list)  # e.g. `ip netns exec <outer>`
+    netns: str = NETNS  # CNI_NETNS of ADD/CHECK/DEL
     started: list[Started] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -200,11 +201,11 @@ class Bench:
         }
         return conf | extra
 
-    def env(self, command: str, cid: str = "c1", ifname: str = "eth0",
-            netns: str = NETNS) -> dict[str, str]:
+    def env(self, command: str, cid: str = "c1", ifname: str = "eth0") -> dict[str, str]:
         env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "LANG": "C.UTF-8",
                "CNI_COMMAND": command, "CNI_PATH": str(self.bin_dir)}
-        for key, value in (("CNI_CONTAINERID", cid), ("CNI_IFNAME", ifname), ("CNI_NETNS", netns)):
+        for key, value in (("CNI_CONTAINERID", cid), ("CNI_IFNAME", ifname),
+                           ("CNI_NETNS", self.netns)):
             if value and command not in ("GC", "STATUS", "VERSION"):
                 env[key] = value
         return env
@@ -214,14 +215,14 @@ class Bench:
         return [*self.prefix, str(self.bin_dir / "cni-delguard")]
 
     def run(self, command: str, conf: dict[str, Any] | bytes, cid: str = "c1",
-            ifname: str = "eth0", timeout: float = 60, netns: str = NETNS) -> Run:
+            ifname: str = "eth0", timeout: float = 60) -> Run:
         data = conf if isinstance(conf, bytes) else json.dumps(conf).encode()
-        return run_argv(self.argv(), self.env(command, cid, ifname, netns), data, timeout)
+        return run_argv(self.argv(), self.env(command, cid, ifname), data, timeout)
 
-    def start(self, command: str, conf: dict[str, Any], cid: str = "c1", ifname: str = "eth0",
-              netns: str = NETNS) -> Started:
+    def start(self, command: str, conf: dict[str, Any], cid: str = "c1",
+              ifname: str = "eth0") -> Started:
         """Start the guard without waiting for it (stdin fed, stdout/stderr to temp files)."""
-        run = Started.launch(self.argv(), self.env(command, cid, ifname, netns),
+        run = Started.launch(self.argv(), self.env(command, cid, ifname),
                              json.dumps(conf).encode())
         self.started.append(run)
         return run
