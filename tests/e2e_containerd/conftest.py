@@ -44,6 +44,14 @@ def pytest_report_header() -> list[str]:
     return [f"containerd: {containerd_version()}", f"guard under test: {under_test()}"]
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The runtime the scenarios ran against, in every run's output (not only with -s)."""
+    if shutil.which("containerd") is not None:
+        terminalreporter.write_line(
+            f"containerd e2e ran against: {containerd_version()} (guard: {under_test()})"
+        )
+
+
 @pytest.fixture(scope="session")
 def e2e_ready() -> str:
     """The containerd version, once it is known that containerd can run here."""

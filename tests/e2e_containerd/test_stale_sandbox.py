@@ -44,6 +44,8 @@ DESTROY_FAILED = "failed to destroy network for sandbox"
 NAME_RESERVED = "failed to reserve sandbox name"
 STALE_DEL = "server_socket is required in cni.conf"
 ORPHAN_ADD_SECONDS = 600  # an abandoned ADD that would otherwise run for ten minutes
+# The kubelet's runtime request deadline, shortened; long enough for the ADD to start under load.
+CLIENT_DEADLINE = 8
 CLEANUP_BOUND = 20  # seconds containerd may take to finish an abandoned RunPodSandbox
 
 
@@ -148,8 +150,9 @@ def test_failed_add_releases_the_name(node: Node, client: CriClient, guarded: bo
 def test_client_deadline_during_hanging_add(node: Node, client: CriClient, guarded: bool) -> None:
     fake, net, pod = FakeDelegate(node), Network(node, guarded), PodSpec("deadline", uid="uid-3")
     net.apply(client, [fake.conf(hang=["ADD"]), bridge_conf(node)])
-    err = rpc_error(client.run_pod, pod, timeout=5)  # the kubelet's runtime request deadline
+    err = rpc_error(client.run_pod, pod, timeout=CLIENT_DEADLINE)
     assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert fake.calls("ADD"), "the deadline passed before the ADD started"
     abandoned = fake.calls("ADD")[0]["containerID"]
     # containerd cancels the ADD and cleans up after the client has left: wait for its verdict.
     wait_for(lambda: _run_failed(node, pod), "containerd to finish the abandoned RunPodSandbox")
@@ -186,8 +189,9 @@ def test_abandoned_add_does_not_outlive_the_runtime(
     """
     fake, net, pod = FakeDelegate(node), Network(node, guarded), PodSpec("orphan", uid="uid-6")
     net.apply(client, [fake.conf(hang=["ADD"], hangSeconds=ORPHAN_ADD_SECONDS), bridge_conf(node)])
-    err = rpc_error(client.run_pod, pod, timeout=5)
+    err = rpc_error(client.run_pod, pod, timeout=CLIENT_DEADLINE)
     assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert fake.calls("ADD"), "the deadline passed before the ADD started"
     add = fake.calls("ADD")[0]
     wait_gone([add["pid"]], "the abandoned delegate ADD to be killed", timeout=CLEANUP_BOUND)
     wait_for(lambda: _run_failed(node, pod), "containerd to finish the abandoned RunPodSandbox",
