@@ -7,9 +7,7 @@ asks that of a delegating plugin) and its own error goes back to the runtime unc
 
 from __future__ import annotations
 
-import json
-
-from cni_delguard import errors, inject, store
+from cni_delguard import errors, inject, jsonlite, store
 from cni_delguard.plugin import load
 
 TYPE_CHECKING = False
@@ -62,7 +60,7 @@ def _delegate_add(ctx: Context, conf: dict[str, Any], settings: Settings, path: 
     if not outcome.ok:
         raise delegate.error_from(outcome, settings.delegate_type, "ADD")
     try:
-        result = json.loads(outcome.stdout)
+        result = jsonlite.loads(outcome.stdout)
     except ValueError:
         result = None
     if not isinstance(result, dict):

@@ -12,10 +12,9 @@ JSON file instead of importing pydantic.
 
 from __future__ import annotations
 
-import json
 import os
 
-from cni_delguard import SUPPORTED_VERSIONS, __version__, defaults, errors, fsutil
+from cni_delguard import SUPPORTED_VERSIONS, __version__, defaults, errors, fsutil, jsonlite
 from cni_delguard.skel import valid_name
 
 TYPE_CHECKING = False
@@ -31,7 +30,7 @@ _KEEP_VERDICTS = 32
 def parse_json(data: bytes) -> dict[str, Any]:
     """stdin -> a JSON object, or CniError code 6."""
     try:
-        conf = json.loads(data)
+        conf = jsonlite.loads(data)
     except (ValueError, RecursionError) as exc:
         raise errors.CniError(
             errors.DECODING_FAILURE, "cannot decode network configuration", str(exc)[:200]
@@ -130,7 +129,7 @@ def digest(conf: dict[str, Any]) -> str:
     import hashlib
 
     stable = {k: v for k, v in conf.items() if k not in _VOLATILE}
-    text = json.dumps([__version__, stable], sort_keys=True, separators=(",", ":"))
+    text = jsonlite.dumps([__version__, stable], sort_keys=True, compact=True)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -144,13 +143,13 @@ def load(conf: dict[str, Any]) -> Settings:
     stored = fsutil.read_small(verdict_dir, key + ".json")
     if stored is not None:
         try:
-            return Settings(json.loads(stored))
+            return Settings(jsonlite.loads(stored))
         except (ValueError, KeyError, TypeError):
             pass  # a verdict from an older layout: validate again and overwrite it
     from cni_delguard import models
 
     normalized = models.validate(conf)
-    fsutil.write_best_effort(verdict_dir, key + ".json", json.dumps(normalized).encode())
+    fsutil.write_best_effort(verdict_dir, key + ".json", jsonlite.dumps(normalized).encode())
     fsutil.prune_oldest(verdict_dir, keep=_KEEP_VERDICTS)
     return Settings(normalized)
 

@@ -9,13 +9,12 @@ killed by a runtime's timeout does not leave its delegate running.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
 import time
 
-from cni_delguard import errors
+from cni_delguard import errors, jsonlite
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -181,7 +180,7 @@ def error_from(outcome: Outcome, plugin_type: str, command: str) -> errors.CniEr
             f"delegate {plugin_type} timed out on {command}; its process group was killed",
         )
     try:
-        body = json.loads(outcome.stdout)
+        body = jsonlite.loads(outcome.stdout)
     except ValueError:
         body = None
     if (

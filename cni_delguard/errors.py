@@ -7,8 +7,6 @@ error JSON on stdout and a non-zero exit code. A delegate's own error is carried
 
 from __future__ import annotations
 
-import json
-
 # Codes 0-99 are reserved by the CNI spec (SPEC.md, "Error").
 INCOMPATIBLE_VERSION = 1
 UNSUPPORTED_FIELD = 2
@@ -39,7 +37,9 @@ class CniError(Exception):
         body = {"cniVersion": cni_version, "code": self.code, "msg": self.msg}
         if self.details:
             body["details"] = self.details
-        return json.dumps(body).encode()
+        from cni_delguard import jsonlite
+
+        return jsonlite.dumps(body).encode()
 
     def exit_code(self) -> int:
         return 1

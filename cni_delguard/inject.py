@@ -8,8 +8,6 @@ plugin of a list), `runtimeConfig` carries only what the delegate's own `capabil
 
 from __future__ import annotations
 
-import json
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -31,4 +29,6 @@ def delegate_conf(conf: dict[str, Any], settings: Settings, with_prev_result: bo
         out["prevResult"] = conf["prevResult"]
     if VALID_ATTACHMENTS in conf:
         out[VALID_ATTACHMENTS] = conf[VALID_ATTACHMENTS]
-    return json.dumps(out).encode("utf-8", "surrogatepass")
+    from cni_delguard import jsonlite
+
+    return jsonlite.dumps(out).encode("utf-8", "surrogatepass")

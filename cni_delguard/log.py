@@ -9,10 +9,11 @@ CNI operation: the guard then says so once on stderr, which the runtime records.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import sys
 import time
+
+from cni_delguard import jsonlite
 
 MAX_BYTES = 10 * 1024 * 1024
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
@@ -31,7 +32,7 @@ class Logger:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z"
         record: dict[str, object] = {"ts": stamp, "level": level}
         record.update(fields)
-        line = (json.dumps(record, default=str) + "\n").encode("utf-8", "surrogateescape")
+        line = (jsonlite.dumps(record, default_str=True) + "\n").encode("utf-8", "surrogateescape")
         try:
             self._append(line)
         except OSError as exc:

@@ -7,10 +7,17 @@ made by decide.py; this module does the I/O around them and logs every decision.
 
 from __future__ import annotations
 
-import json
 import time
 
-from cni_delguard import CURRENT_VERSION, SUPPORTED_VERSIONS, config, decide, errors, evidence
+from cni_delguard import (
+    CURRENT_VERSION,
+    SUPPORTED_VERSIONS,
+    config,
+    decide,
+    errors,
+    evidence,
+    jsonlite,
+)
 from cni_delguard.log import Logger
 
 TYPE_CHECKING = False
@@ -23,7 +30,7 @@ if TYPE_CHECKING:
 
 
 def cmd_version() -> bytes:
-    return json.dumps(
+    return jsonlite.dumps(
         {"cniVersion": CURRENT_VERSION, "supportedVersions": list(SUPPORTED_VERSIONS)}
     ).encode()
 

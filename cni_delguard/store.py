@@ -7,11 +7,10 @@ never holds more than one marker per attachment.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
-from cni_delguard import errors, fsutil
+from cni_delguard import errors, fsutil, jsonlite
 
 ATTEMPTED = "attempted"
 COMPLETED = "completed"
@@ -50,7 +49,7 @@ def parse_marker(data: bytes | None) -> str | None:
     if data is None:
         return None
     try:
-        state = json.loads(data).get("state")
+        state = jsonlite.loads(data).get("state")
     except (ValueError, AttributeError):
         return CORRUPT
     return state if state in (ATTEMPTED, COMPLETED) else CORRUPT
@@ -91,7 +90,7 @@ class MarkerStore:
             "time": round(time.time(), 3),
         }
         try:
-            fsutil.write_atomic(self.fd, key + MARKER_SUFFIX, json.dumps(body).encode())
+            fsutil.write_atomic(self.fd, key + MARKER_SUFFIX, jsonlite.dumps(body).encode())
         except OSError as exc:
             raise errors.CniError(
                 errors.IO_FAILURE, f"cannot record {state} marker in {self.path}", str(exc)
@@ -113,7 +112,7 @@ class MarkerStore:
                 continue
             data = fsutil.read_at(self.fd, name)
             try:
-                body = json.loads(data) if data is not None else {}
+                body = jsonlite.loads(data) if data is not None else {}
             except ValueError:
                 body = {}
             out.append((name[: -len(MARKER_SUFFIX)], body if isinstance(body, dict) else {}))
