@@ -28,7 +28,7 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
         pytest.skip(reason)
     ensure_mount_point()
     tool = cnitool_binary()
-    nets = NetnsSet()
+    nets = NetnsSet(prefix="dgc")
     bench: Lab | None = None
     try:
         bench = Lab(tmp_path / "lab", nets, nets.new("o"), tool)
@@ -66,6 +66,8 @@ def pytest_runtest_makereport(
         outcomes = item.config.stash[RESULTS].setdefault(cell, [])
         if report.failed:
             outcomes.append("FAIL")
+        elif hasattr(report, "wasxfail"):
+            outcomes.append("xfail" if report.skipped else "XPASS")
         elif report.skipped:
             outcomes.append("skip")
         elif report.when == "call":
@@ -76,8 +78,9 @@ def pytest_runtest_makereport(
 def _cell_text(outcomes: list[str]) -> str:
     if not outcomes:
         return "-"
-    if "FAIL" in outcomes:
-        return "FAIL"
+    for loud in ("FAIL", "XPASS", "xfail"):
+        if loud in outcomes:
+            return loud
     return "pass" if "pass" in outcomes else "skip"
 
 

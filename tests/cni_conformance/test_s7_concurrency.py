@@ -50,7 +50,8 @@ def assert_consistent(lab: Lab, network: str, cid: str) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_racing_add_del_pairs_on_one_attachment(lab: Lab, version: str) -> None:
-    conf = lab.conflist(version, [lab.guard(lab.fake())])
+    # A generous lock wait: this test is about consistency, not about how loaded the machine is.
+    conf = lab.conflist(version, [lab.guard(lab.fake(), lockTimeout=120)])
     net, cid = conf["name"], "race-1"
     with ThreadPoolExecutor(max_workers=2) as pool:
         for _ in range(ROUNDS):
