@@ -1,0 +1,34 @@
+# The cni-delguard installer image: the frozen one-folder bundle and nothing else.
+# Its entrypoint is `cni-delguard install` (see installer/daemonset.yaml for the arguments).
+#
+# Build with tools/build-image.sh (buildah, no registry needed), or any builder:
+#   buildah bud --build-arg BASE=<a Debian bookworm image> -t cni-delguard:0.1.0 .
+# BASE is the build stage's image; RUNTIME the final one (scratch: the bundle, the few glibc
+# libraries it links and an empty /tmp; pass RUNTIME=<BASE> for an image with a shell to debug).
+ARG BASE=docker.io/library/debian:bookworm
+ARG RUNTIME=scratch
+
+FROM ${BASE} AS build
+ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
+# libpython3.11: PyInstaller bundles the shared libpython; binutils: strip.
+RUN apt-get update -qq \
+    && apt-get install -y -qq --no-install-recommends \
+       python3 python3-venv libpython3.11 binutils \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY pyproject.toml ./
+COPY tools/build.sh tools/
+COPY packaging packaging/
+COPY cni_delguard cni_delguard/
+COPY installer/smoke-test.sh installer/
+# The project's build command: pinned PyInstaller, smoke test of the frozen binary.
+RUN python3 -m venv /venv && PYTHON=/venv/bin/python tools/build.sh
+# The installer itself, from the bundle: install into a fake node, uninstall, byte-identical.
+RUN installer/smoke-test.sh /src/dist/cni-delguard/cni-delguard
+# The final image's filesystem: the bundle and the few system libraries it links.
+COPY installer/stage-rootfs.sh installer/
+RUN installer/stage-rootfs.sh /src/dist/cni-delguard /rootfs
+
+FROM ${RUNTIME}
+COPY --from=build /rootfs/ /
+ENTRYPOINT ["/usr/lib/cni-delguard/cni-delguard", "install"]
