@@ -1,0 +1,126 @@
+"""The container image (Dockerfile, tools/build-image.sh): its entrypoint on a temp node root.
+
+Marked `image` (select with -m image, leave out with -m "not image"): it builds the image with
+buildah from a debootstrap base, a few minutes the first time. Skipped without root, buildah,
+podman or debootstrap (apt-get install buildah podman debootstrap runc).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import MULTUS_CONF
+
+REPO = Path(__file__).resolve().parents[2]
+IMAGE = "localhost/cni-delguard:image-test"
+ENTRY = "/usr/lib/cni-delguard/cni-delguard"
+MAX_SIZE_MIB = 64
+
+pytestmark = [
+    pytest.mark.image,
+    pytest.mark.skipif(os.geteuid() != 0, reason="buildah and podman need root here"),
+    pytest.mark.skipif(
+        not all(shutil.which(t) for t in ("buildah", "podman", "debootstrap", "runc")),
+        reason="needs buildah, podman, debootstrap and runc",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def image():
+    env = dict(os.environ, IMAGE=IMAGE)
+    r = subprocess.run(
+        ["bash", str(REPO / "tools" / "build-image.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    print(r.stdout)  # build time and size, for the test log
+    yield IMAGE
+    subprocess.run(["podman", "rmi", "--force", IMAGE], capture_output=True, check=False)
+
+
+def podman_run(image, node, *args, entrypoint=None):
+    """The image run as the DaemonSet runs it: host dirs under /host, read-only, few caps."""
+    cmd = [
+        "podman",
+        "run",
+        "--rm",
+        "--runtime",
+        "runc",
+        "--network",
+        "none",
+        "--read-only",
+        "--ulimit",
+        "nofile=1024:1024",
+        "--ulimit",
+        "nproc=1024:1024",
+        "--cap-drop",
+        "ALL",
+        "--cap-add",
+        "CHOWN,DAC_OVERRIDE",
+    ]
+    for d in ("opt/cni/bin", "etc/cni/net.d", "var/lib/cni", "var/log/cni-delguard"):
+        (node.root / d).mkdir(parents=True, exist_ok=True)
+        cmd += ["--volume", f"{node.root / d}:/host/{d}"]
+    if entrypoint:
+        cmd += ["--entrypoint", entrypoint]
+    return subprocess.run(
+        [*cmd, image, *args], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_image_is_small_and_its_entrypoint_is_install(image):
+    r = subprocess.run(
+        ["podman", "image", "inspect", image], capture_output=True, text=True, check=True
+    )
+    (info,) = json.loads(r.stdout)
+    assert info["Config"]["Entrypoint"] == [ENTRY, "install"]
+    assert info["Size"] < MAX_SIZE_MIB << 20
+
+
+def test_entrypoint_installs_on_a_node_root_and_uninstall_restores_it(image, node):
+    path = node.write_conf("00-multus.conf", MULTUS_CONF, mode=0o600)
+    r = podman_run(image, node, "--root", "/host")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(path.read_text())["type"] == "cni-delguard"
+    assert path.stat().st_mode & 0o777 == 0o600
+    v = subprocess.run(
+        [node.bin / "cni-delguard"],
+        env={"CNI_COMMAND": "VERSION"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert v.returncode == 0, v.stderr
+    assert "supportedVersions" in v.stdout
+    again = podman_run(image, node, "--root", "/host")
+    assert again.returncode == 0
+    assert "unchanged" in again.stderr and "up to date" in again.stderr
+    r = podman_run(image, node, "uninstall", "--root", "/host", entrypoint=ENTRY)
+    assert r.returncode == 0, r.stderr
+    assert path.read_text() == MULTUS_CONF
+    assert os.listdir(node.bin) == []
+
+
+def test_entrypoint_dry_run_prints_the_diff_and_a_refusal_is_one_line(image, node):
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    r = podman_run(image, node, "--root", "/host", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("--- a/host/etc/cni/net.d/00-multus.conf\n")
+    assert path.read_text() == MULTUS_CONF
+    assert os.listdir(node.bin) == []
+    r = podman_run(image, node, "--root", "/host", "--wrap", "calico")
+    assert r.returncode == 1
+    assert r.stderr.count("\n") == 1
+    assert "not 'calico'" in r.stderr
