@@ -49,6 +49,13 @@ class Change:
 def plan_patch(opts: Options) -> Change | None:
     """The patched conf, validated; None when the conf already is as it should be."""
     path = os.path.abspath(confdir.pick(opts.conf_dir, opts.conf_file))
+    if opts.wrap not in confdir.MULTUS_TYPES and confdir.multus_master(opts.conf_dir) == (
+        os.path.basename(path)
+    ):
+        raise InstallError(
+            f"cannot patch {path}: multus reads it as its master network, so the guard would "
+            f"end up inside multus; wrap multus itself (--wrap multus or multus-shim)"
+        )
     info = confdir.read(path)
     conf = confdir.parse(path, info.data)
     try:

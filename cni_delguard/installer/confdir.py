@@ -16,6 +16,8 @@ from cni_delguard.installer import fsops
 
 EXTENSIONS = (".conf", ".conflist", ".json")
 LIST_EXTENSION = ".conflist"
+MULTUS_CONF = "00-multus.conf"  # the file multus (thin and thick) writes for itself
+MULTUS_TYPES = ("multus", "multus-shim")
 
 
 class ConfError(Exception):
@@ -50,6 +52,15 @@ def pick(conf_dir: str, name: str | None) -> str:
     if not files:
         raise ConfError(f"no {'/'.join(EXTENSIONS)} file in {conf_dir}")
     return os.path.join(conf_dir, files[0])
+
+
+def multus_master(conf_dir: str) -> str | None:
+    """The file multus auto-detection reads as its master network: the first conf that is not
+    its own 00-multus.conf (None when there is no 00-multus.conf)."""
+    files = conf_files(conf_dir)
+    if MULTUS_CONF not in files:
+        return None
+    return next((n for n in files if n != MULTUS_CONF), None)
 
 
 def is_list(path: str) -> bool:

@@ -97,23 +97,15 @@ def test_uninstall_unwraps_a_wrapped_conf_that_was_edited(node, bundles):
 
 def test_uninstall_keeps_the_binary_while_another_conf_uses_it(node, bundles):
     node.write_conf("00-multus.conf", MULTUS_CONF)
-    node.write_conf("10-bridge.conflist", BRIDGE_LIST)
+    node.write_conf("10-master.conflist", BRIDGE_LIST)
+    node.write_conf("20-bridge.conflist", BRIDGE_LIST)
     v1 = str(bundles["v1"])
     assert run(["install", *node.args("--bundle-dir", v1)]).code == 0
-    assert (
-        run(
-            [
-                "install",
-                *node.args(
-                    "--bundle-dir", v1, "--conf-file", "10-bridge.conflist", "--wrap", "bridge"
-                ),
-            ]
-        ).code
-        == 0
-    )
+    bridge = ["--conf-file", "20-bridge.conflist", "--wrap", "bridge"]
+    assert run(["install", *node.args("--bundle-dir", v1, *bridge)]).code == 0
     r = run(["uninstall", *node.args("--conf-file", "00-multus.conf")])
     assert r.code == 0
-    assert "still used by 10-bridge.conflist" in r.err
+    assert "still used by 20-bridge.conflist" in r.err
     assert (node.bin / "cni-delguard").exists()
 
 
@@ -229,3 +221,28 @@ def test_empty_conf_dir_is_a_clear_error(node, bundles):
     r = run(["install", *node.args("--bundle-dir", str(bundles["v1"]))])
     assert r.code == 1
     assert f"no .conf/.conflist/.json file in {node.net}" in r.err
+
+
+def test_multus_master_network_is_never_wrapped(node, bundles):
+    node.write_conf("00-multus.conf", MULTUS_CONF)
+    master = node.write_conf("10-bridge.conflist", BRIDGE_LIST)
+    args = ["--bundle-dir", str(bundles["v1"]), "--conf-file", "10-bridge.conflist"]
+    r = run(["install", *node.args(*args, "--wrap", "bridge")])
+    assert r.code == 1
+    assert "multus reads it as its master network" in r.err
+    assert master.read_text() == BRIDGE_LIST
+    assert os.listdir(node.bin) == []
+
+
+def test_a_conflist_after_the_master_may_be_wrapped(node, bundles):
+    node.write_conf("00-multus.conf", MULTUS_CONF)
+    node.write_conf("05-master.conflist", BRIDGE_LIST)
+    other = node.write_conf("20-other.conflist", BRIDGE_LIST)
+    r = run(
+        [
+            "install",
+            *node.args("--no-bundle", "--conf-file", "20-other.conflist", "--wrap", "bridge"),
+        ]
+    )
+    assert r.code == 0, r.err
+    assert json.loads(other.read_text())["plugins"][0]["type"] == "cni-delguard"
