@@ -52,6 +52,13 @@ def loads(data: bytes | str) -> Any:
         obj, end = _scan(text, start)
     except StopIteration as exc:
         raise ValueError(f"Expecting value: char {exc.value}") from None
+    except SystemError:
+        # _json raises json.decoder.JSONDecodeError, which it looks up in sys.modules only:
+        # before json.decoder is imported, a syntax error surfaces as a SystemError. Malformed
+        # input is the rare path, so let json itself say what is wrong (a ValueError).
+        import json
+
+        return json.loads(text)
     if text[end:].strip(_WS):
         raise ValueError(f"Extra data: char {end}")
     return obj

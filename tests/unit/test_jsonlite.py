@@ -60,3 +60,29 @@ def test_unknown_types_are_rejected_or_stringified():
     with pytest.raises(TypeError):
         jsonlite.dumps({"x": object()})
     assert jsonlite.dumps({"x": b"\x00"}, default_str=True) == '{"x": "b\'\\\\x00\'"}'
+
+
+@pytest.mark.parametrize("data", [b"{not json", b'{"a" 1}', b"{'a': 1}", b"[1 2]", b'"\\x"'])
+def test_syntax_errors_are_value_errors_before_json_is_imported(data):
+    """In a fresh interpreter (json.decoder not yet imported, as in the exec'd plugin), the C
+    scanner cannot build its JSONDecodeError: jsonlite must still raise a ValueError."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
+        "from cni_delguard import jsonlite\n"
+        "assert 'json.decoder' not in sys.modules\n"
+        "try:\n"
+        f"    jsonlite.loads({data!r})\n"
+        "except ValueError:\n"
+        "    print('ValueError')\n"
+        "except BaseException as e:\n"
+        "    print(type(e).__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "ValueError"
