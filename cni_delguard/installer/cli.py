@@ -36,53 +36,61 @@ def build_parser() -> argparse.ArgumentParser:
     inst = sub.add_parser("install", help="copy the bundle into the bin dir and wrap the conf")
     uninst = sub.add_parser("uninstall", help="restore the conf and remove the bundle")
     for p in (inst, uninst):
-        p.add_argument("--bin-dir", default="/opt/cni/bin", help="CNI bin dir (%(default)s)")
-        p.add_argument("--conf-dir", default="/etc/cni/net.d", help="CNI conf dir (%(default)s)")
-        p.add_argument(
-            "--conf-file",
-            metavar="NAME",
-            help="conf file in the conf dir (default: "
-            "the one the runtime uses, the first .conf/.conflist/.json by name)",
-        )
-        p.add_argument(
-            "--wrap", metavar="TYPE", default="multus", help="plugin type to wrap (%(default)s)"
-        )
-        p.add_argument(
-            "--state-dir",
-            metavar="DIR",
-            help="the guard's stateDir; the installer "
-            f"keeps originals in DIR/installer (default {STATE_DIR})",
-        )
-        p.add_argument(
-            "--root",
-            metavar="DIR",
-            default="/",
-            help="where the node's / is mounted; the dirs above are taken under it (%(default)s)",
-        )
-        p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
-    inst.add_argument(
+        _add_common(p)
+    _add_install(inst)
+    return parser
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bin-dir", default="/opt/cni/bin", help="CNI bin dir (%(default)s)")
+    p.add_argument("--conf-dir", default="/etc/cni/net.d", help="CNI conf dir (%(default)s)")
+    p.add_argument(
+        "--conf-file",
+        metavar="NAME",
+        help="conf file in the conf dir (default: the "
+        "one the runtime uses, the first .conf/.conflist/.json by name)",
+    )
+    p.add_argument(
+        "--wrap", metavar="TYPE", default="multus", help="plugin type to wrap (%(default)s)"
+    )
+    p.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="the guard's stateDir; the installer keeps "
+        f"originals in DIR/installer (default {STATE_DIR})",
+    )
+    p.add_argument(
+        "--root",
+        metavar="DIR",
+        default="/",
+        help="where the node's / is mounted; the dirs above are taken under it (%(default)s)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
+
+
+def _add_install(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
         "--bundle-dir",
         metavar="DIR",
         help="one-folder bundle to install (default: the folder of this frozen executable)",
     )
-    inst.add_argument("--no-bundle", action="store_true", help="only patch the conf")
-    inst.add_argument("--log-file", metavar="PATH", help="the guard's logFile ('' disables)")
-    inst.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
-    inst.add_argument(
+    p.add_argument("--no-bundle", action="store_true", help="only patch the conf")
+    p.add_argument("--log-file", metavar="PATH", help="the guard's logFile ('' disables)")
+    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    p.add_argument(
         "--watch",
         action="store_true",
         help="stay running and re-apply the patch when the conf is rewritten",
     )
-    inst.add_argument("--watch-interval", type=float, default=2.0, metavar="SECONDS")
-    inst.add_argument(
+    p.add_argument("--watch-interval", type=float, default=2.0, metavar="SECONDS")
+    p.add_argument(
         "--max-repatches",
         type=int,
         default=5,
         metavar="N",
         help="re-patches allowed per --repatch-window before backing off",
     )
-    inst.add_argument("--repatch-window", type=float, default=600.0, metavar="SECONDS")
-    return parser
+    p.add_argument("--repatch-window", type=float, default=600.0, metavar="SECONDS")
 
 
 def options(args: argparse.Namespace) -> actions.Options:

@@ -41,6 +41,32 @@ def signature(opts: actions.Options) -> Signature:
     return (path, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
+class Budget:
+    """Re-patches allowed per window; past the cap, a wait that doubles each time it is hit."""
+
+    def __init__(self, limits: Limits, clock: Callable[[], float]) -> None:
+        self.limits, self.clock = limits, clock
+        self.history: deque[float] = deque()
+        self.backoff = limits.interval
+
+    def wait_needed(self) -> float:
+        """0 if a re-patch may happen now, else how long to back off."""
+        now = self.clock()
+        while self.history and now - self.history[0] > self.limits.window:
+            self.history.popleft()
+        if len(self.history) < self.limits.max_repatches:
+            return 0.0
+        wait = max(self.backoff, self.limits.window - (now - self.history[0]))
+        self.backoff = min(self.backoff * 2, self.limits.max_backoff)
+        return wait
+
+    def spend(self) -> None:
+        self.history.append(self.clock())
+
+    def relax(self) -> None:
+        self.backoff = self.limits.interval
+
+
 def run(
     opts: actions.Options,
     limits: Limits,
@@ -49,28 +75,23 @@ def run(
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
     """Watch until `stop` is set. `opts` should carry no bundle dir: only the conf is re-applied."""
-    history: deque[float] = deque()
-    backoff = limits.interval
+    budget = Budget(limits, clock)
     seen: Signature | None = None
     while not stop.is_set():
         sig = signature(opts)
         if sig != seen and _settled(opts, sig, limits, stop):
-            now = clock()
-            while history and now - history[0] > limits.window:
-                history.popleft()
-            if len(history) >= limits.max_repatches:
-                wait = max(backoff, limits.window - (now - history[0]))
+            wait = budget.wait_needed()
+            if wait:
                 say(
-                    f"watch: the conf was rewritten {len(history)} times in "
+                    f"watch: the conf was rewritten {len(budget.history)} times in "
                     f"{limits.window:.0f} s by another writer; backing off {wait:.0f} s"
                 )
-                backoff = min(backoff * 2, limits.max_backoff)
                 stop.wait(wait)
                 continue
             if apply_once(opts, say):
-                history.append(now)
+                budget.spend()
             else:
-                backoff = limits.interval
+                budget.relax()
             # The state checked, not the state after our write: a writer that undoes the patch
             # a moment later must still look like a change. Our own write costs one more check.
             seen = sig

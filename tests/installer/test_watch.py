@@ -129,3 +129,23 @@ def test_watch_command_stops_cleanly_on_sigterm(node, bundles):
     assert proc.returncode == 0
     assert "watch: stopped" in err
     assert (node.bin / "cni-delguard").exists()
+
+
+def test_budget_caps_repatches_per_window_and_frees_up_as_it_slides():
+    now = [0.0]
+    limits = watch.Limits(interval=1, max_repatches=2, window=100, max_backoff=8)
+    budget = watch.Budget(limits, lambda: now[0])
+    for t in (0.0, 10.0):
+        now[0] = t
+        assert budget.wait_needed() == 0
+        budget.spend()
+    now[0] = 20.0
+    assert budget.wait_needed() == 80  # until the first re-patch leaves the window
+    now[0] = 101.0
+    assert budget.wait_needed() == 0  # it has left
+    budget.spend()
+    now[0] = 109.0
+    # The window frees up in 1 s, but the back-off has doubled once (1 -> 2) and keeps doubling.
+    assert [budget.wait_needed() for _ in range(4)] == [2, 4, 8, 8]
+    budget.relax()
+    assert budget.wait_needed() == 1
