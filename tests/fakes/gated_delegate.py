@@ -28,6 +28,7 @@ Install it with tests.support.fakes.install_fake(bin_dir, "gated", "gated_delega
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -73,9 +74,13 @@ def _gate(conf: dict[str, object], command: str, point: str) -> None:
 
 
 def _state_path(conf: dict[str, object]) -> str:
+    """<stateDir>/<containerID>:<ifname>, or sha256-<hex> of that when too long for a name."""
     state_dir = str(conf["stateDir"])
     os.makedirs(state_dir, exist_ok=True)
-    return os.path.join(state_dir, f"{os.environ['CNI_CONTAINERID']}:{os.environ['CNI_IFNAME']}")
+    name = f"{os.environ['CNI_CONTAINERID']}:{os.environ['CNI_IFNAME']}"
+    if len(name.encode("utf-8", "surrogateescape")) > 200:
+        name = "sha256-" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()
+    return os.path.join(state_dir, name)
 
 
 def _error(version: str, code: int, msg: str) -> tuple[int, bytes]:
