@@ -30,7 +30,7 @@ def run(ctx: Context, conf: dict[str, Any]) -> bytes:
         with AttachmentLock(lock_file, settings.lock_timeout) as lock:
             markers.write(key, store.ATTEMPTED, ctx.inv.container_id, ctx.inv.ifname)
             try:
-                result = _delegate_add(ctx, conf, settings, path)
+                result = _delegate_add(ctx, conf, settings, path, markers, key)
             except errors.CniError as exc:
                 cleaned = _cleanup(ctx, conf, settings, path)
                 if cleaned:
@@ -49,12 +49,30 @@ def run(ctx: Context, conf: dict[str, Any]) -> bytes:
     return result
 
 
-def _delegate_add(ctx: Context, conf: dict[str, Any], settings: Settings, path: str) -> bytes:
+def _delegate_add(
+    ctx: Context,
+    conf: dict[str, Any],
+    settings: Settings,
+    path: str,
+    markers: store.MarkerStore,
+    key: str,
+) -> bytes:
     """The delegate's result bytes, unchanged, once checked to be a JSON object."""
     from cni_delguard import delegate
 
+    def remember_session(pid: int) -> None:
+        # So that a DEL after this guard is killed can find what the delegate left (reap.py).
+        markers.write(
+            key, store.ATTEMPTED, ctx.inv.container_id, ctx.inv.ifname, delegateSession=pid
+        )
+
     outcome = delegate.run(
-        path, "ADD", inject.delegate_conf(conf, settings), ctx.environ, settings.timeouts["add"]
+        path,
+        "ADD",
+        inject.delegate_conf(conf, settings),
+        ctx.environ,
+        settings.timeouts["add"],
+        on_spawn=remember_session,
     )
     ctx.fields = {"delegateExit": outcome.exit_status, "delegateMs": round(outcome.duration_ms, 1)}
     if not outcome.ok:

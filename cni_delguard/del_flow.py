@@ -65,12 +65,23 @@ def _locked(ctx: Context, conf: dict[str, Any], settings: Settings) -> bytes:
             ev = gather(ctx, settings, conf)
             decision, reason = decide.decide_del(ev)
             fields = ctx.fields = decision_fields(ev, decision, reason)
+            if decision == decide.FORWARD_LENIENT:
+                _reap(ctx, markers, key, fields)
             if decision != decide.SKIP:
                 _forward(ctx, conf, settings, decision, fields)
             markers.remove(key)
             lock.remove()
     ctx.record("info", settings.network, **fields)
     return b""
+
+
+def _reap(ctx: Context, markers: store.MarkerStore, key: str, fields: dict[str, object]) -> None:
+    """Kill what a killed guard's ADD left running, before its DEL is forwarded (reap.py)."""
+    session = markers.body(key).get("delegateSession")
+    if isinstance(session, int) and not isinstance(session, bool) and session > 1:
+        from cni_delguard import reap
+
+        fields["orphansKilled"] = reap.kill_orphans(session, ctx.inv.container_id, ctx.inv.ifname)
 
 
 def _forward(

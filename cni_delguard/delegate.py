@@ -18,7 +18,7 @@ from cni_delguard import errors, jsonlite
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 MAX_OUTPUT = 4 * 1024 * 1024
@@ -70,9 +70,15 @@ def _child_setup() -> None:
 
 
 def run(
-    path: str, command: str, stdin: bytes, environ: Mapping[str, str], timeout: float
+    path: str,
+    command: str,
+    stdin: bytes,
+    environ: Mapping[str, str],
+    timeout: float,
+    on_spawn: Callable[[int], None] | None = None,
 ) -> Outcome:
-    """Exec the delegate with CNI_COMMAND=command; wait at most `timeout` seconds."""
+    """Exec the delegate with CNI_COMMAND=command; wait at most `timeout` seconds. `on_spawn`
+    gets the delegate's PID (also its session and process group ID) before any I/O."""
     import subprocess
 
     env = dict(environ)
@@ -93,6 +99,13 @@ def run(
         raise errors.CniError(
             errors.DELEGATE_NOT_FOUND, f"cannot execute delegate {path}", str(exc)
         ) from None
+    if on_spawn is not None:
+        try:
+            on_spawn(proc.pid)
+        except BaseException:
+            _kill_group(proc.pid)
+            proc.wait()
+            raise
     deadline = start + timeout
     out, timed_out = _exchange(proc, stdin, deadline)
     if not timed_out:

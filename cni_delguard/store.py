@@ -82,12 +82,13 @@ class MarkerStore:
     def read(self, key: str) -> str | None:
         return parse_marker(fsutil.read_at(self.fd, key + MARKER_SUFFIX))
 
-    def write(self, key: str, state: str, container_id: str, ifname: str) -> None:
+    def write(self, key: str, state: str, container_id: str, ifname: str, **extra: object) -> None:
         body = {
             "state": state,
             "containerID": container_id,
             "ifname": ifname,
             "time": round(time.time(), 3),
+            **extra,
         }
         try:
             fsutil.write_atomic(self.fd, key + MARKER_SUFFIX, jsonlite.dumps(body).encode())
@@ -95,6 +96,15 @@ class MarkerStore:
             raise errors.CniError(
                 errors.IO_FAILURE, f"cannot record {state} marker in {self.path}", str(exc)
             ) from None
+
+    def body(self, key: str) -> dict[str, object]:
+        """The marker's fields; empty when it is missing or unreadable."""
+        data = fsutil.read_at(self.fd, key + MARKER_SUFFIX)
+        try:
+            body = jsonlite.loads(data) if data is not None else {}
+        except ValueError:
+            return {}
+        return body if isinstance(body, dict) else {}
 
     def remove(self, key: str) -> None:
         """Remove the marker and any temp file a killed writer left for it."""
@@ -106,14 +116,10 @@ class MarkerStore:
 
     def entries(self) -> list[tuple[str, dict[str, object]]]:
         """(key, marker body) of every marker; unreadable ones come with an empty body."""
-        out: list[tuple[str, dict[str, object]]] = []
-        for name in sorted(os.listdir(self.fd)):
-            if name.startswith(".") or not name.endswith(MARKER_SUFFIX):
-                continue
-            data = fsutil.read_at(self.fd, name)
-            try:
-                body = jsonlite.loads(data) if data is not None else {}
-            except ValueError:
-                body = {}
-            out.append((name[: -len(MARKER_SUFFIX)], body if isinstance(body, dict) else {}))
-        return out
+        names = sorted(os.listdir(self.fd))
+        keys = [
+            n[: -len(MARKER_SUFFIX)]
+            for n in names
+            if not n.startswith(".") and n.endswith(MARKER_SUFFIX)
+        ]
+        return [(key, self.body(key)) for key in keys]

@@ -141,16 +141,8 @@ def wait_gone(pid: int, timeout: float = 60) -> None:
     assert not stat.exists() or time.monotonic() < deadline, f"pid {pid} still running"
 
 
-ORPHAN_BUG = (
-    "guard bug: PR_SET_PDEATHSIG kills only the delegate itself; a grandchild still in ADD "
-    "outlives the SIGKILLed guard, DEL forwards leniently at once and drops the marker, then the "
-    "orphaned ADD finishes and its state is never deleted (later DELs are skipped)"
-)
-
-
-@pytest.mark.parametrize(
-    "depth", ["child", pytest.param("grandchild", marks=pytest.mark.xfail(reason=ORPHAN_BUG))]
-)
+# grandchild: the delegate's own child outlives PR_SET_PDEATHSIG; the DEL kills it (reap.py).
+@pytest.mark.parametrize("depth", ["child", "grandchild"])
 @pytest.mark.parametrize("version", VERSIONS)
 def test_del_does_not_race_the_orphaned_delegate(lab: Lab, version: str, depth: str) -> None:
     """The guard is killed while its delegate is still inside ADD, before setting anything up.
