@@ -11,6 +11,7 @@
 #   tools/apt-private.sh apt-get source -d golang-github-containernetworking-cni/trixie
 #   tools/apt-private.sh apt-get install -y -t bookworm-backports golang-go
 #   tools/apt-private.sh apt-cache policy containerd
+#   tools/apt-private.sh mirror          (prints the machine's Debian mirror URI)
 #
 # Environment: APT_PRIVATE_DIR (default: <repo>/.cache/apt-private).
 set -euo pipefail
@@ -33,6 +34,11 @@ mirror() {
     [ -n "$uri" ] || { echo "apt-private: no Debian mirror found in the machine's apt sources" >&2; exit 1; }
     printf '%s\n' "${uri%/}"
 }
+
+if [ "${1:-}" = mirror ]; then
+    mirror
+    exit 0
+fi
 
 list=$dir/sources.list
 if [ ! -s "$list" ]; then

@@ -28,21 +28,6 @@ for tool in buildah podman debootstrap; do
     command -v "$tool" >/dev/null || { echo "build-image.sh: $tool not found" >&2; exit 1; }
 done
 
-# The first plain Debian mirror of the machine's apt sources (deb822 or one-line format).
-mirror() {
-    local uri=""
-    if compgen -G '/etc/apt/sources.list.d/*.sources' >/dev/null; then
-        uri=$(awk '/^URIs:/ {u=$2} /^Suites:/ && u != "" && $0 !~ /security/ {print u; exit}' \
-            /etc/apt/sources.list.d/*.sources)
-    fi
-    if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
-        uri=$(awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) {print $i; exit}}' \
-            /etc/apt/sources.list)
-    fi
-    [ -n "$uri" ] || { echo "build-image.sh: no Debian mirror in the apt sources" >&2; exit 1; }
-    printf '%s\n' "${uri%/}"
-}
-
 make_base() {
     if podman image exists "$base" && [ -z "${REBUILD_BASE:-}" ]; then
         echo "base image $base exists (REBUILD_BASE=1 to make it again)"
@@ -51,7 +36,7 @@ make_base() {
     local tmp start=$SECONDS
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' RETURN
-    debootstrap --variant=minbase bookworm "$tmp/rootfs" "$(mirror)" >"$tmp/log" 2>&1 \
+    debootstrap --variant=minbase bookworm "$tmp/rootfs" "$(tools/apt-private.sh mirror)" >"$tmp/log" 2>&1 \
         || { tail -n 20 "$tmp/log" >&2; exit 1; }
     tar -C "$tmp/rootfs" --numeric-owner -cf - . | podman import --quiet - "$base" >/dev/null
     echo "base image $base made in $((SECONDS - start)) s"

@@ -13,6 +13,9 @@ cd "$repo"
 
 tools/install-test-deps.sh
 tools/install-e2e-deps.sh
+# The installer image is built and run with Debian's buildah/podman (tools/build-image.sh).
+DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+    --no-install-recommends buildah podman debootstrap runc >/dev/null
 "$python" -m pip install --quiet --disable-pip-version-check -e '.[dev,freeze]'
 tools/build.sh
 

@@ -22,10 +22,6 @@ exec cat "$d/_internal/version"
 """
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "image: builds the container image with buildah (slow)")
-
-
 @dataclass
 class Node:
     root: Path
