@@ -9,6 +9,10 @@
 # one commit with the same interpreter and pins give the same bundle. Build dependencies are the
 # pins in pyproject.toml (the runtime dependencies and the `freeze` extra); pip is asked only for
 # what is missing or at another version.
+#
+# Several people and test runs share one work tree: each build works in a dir of its own, the new
+# bundle is smoke-tested before it replaces dist/cni-delguard, and the replacement is two renames,
+# so a failed build never replaces a working bundle and tests running meanwhile never find none.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,13 +36,23 @@ install_build_deps() {
     "$python" -m pip install --quiet --disable-pip-version-check "${reqs[@]}"
 }
 
-freeze() {
+freeze() { # STAGE-DIR WORK-DIR
     export SOURCE_DATE_EPOCH
     SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || echo 0)
     export PYTHONHASHSEED=0
-    rm -rf build/cni-delguard dist/cni-delguard
     "$python" -m PyInstaller --noconfirm --clean --log-level WARN \
-        --workpath build --distpath dist packaging/cni-delguard.spec
+        --workpath "$2" --distpath "$1" packaging/cni-delguard.spec
+}
+
+# Put the staged bundle in place of dist/cni-delguard (two renames), then drop the old one.
+install_bundle() { # STAGE-DIR
+    local old=""
+    if [ -e dist/cni-delguard ]; then
+        old=$(mktemp -d dist/.old.XXXXXX)
+        mv dist/cni-delguard "$old/"
+    fi
+    mv "$1/cni-delguard" dist/cni-delguard
+    [ -z "$old" ] || rm -rf "$old"
 }
 
 fail() {
@@ -46,11 +60,9 @@ fail() {
     exit 1
 }
 
-# VERSION, then a DEL with no evidence: exit 0, nothing on stdout, nothing left but the log.
-smoke_test() {
-    local exe=$repo/dist/cni-delguard/cni-delguard tmp out rc
-    tmp=$(mktemp -d)
-    trap 'rm -rf "$tmp"' RETURN
+# VERSION, then a DEL with no evidence: exit 0, nothing on stdout.
+smoke_test() { # EXECUTABLE SCRATCH-DIR
+    local exe=$1 tmp=$2 out rc
     mkdir -p "$tmp/bin" "$tmp/state"
     ln -s "$exe" "$tmp/bin/cni-delguard"
 
@@ -71,7 +83,12 @@ smoke_test() {
 
 start=$(date +%s)
 install_build_deps
-freeze
-smoke_test
+mkdir -p build dist
+stage=$(mktemp -d dist/.stage.XXXXXX)
+work=$(mktemp -d build/work.XXXXXX)
+trap 'rm -rf "$stage" "$work"' EXIT
+freeze "$stage" "$work"
+smoke_test "$repo/$stage/cni-delguard/cni-delguard" "$repo/$work/smoke"
+install_bundle "$stage"
 echo "built dist/cni-delguard in $(($(date +%s) - start)) s," \
     "$(du -sh dist/cni-delguard | cut -f1) on disk, $(find dist/cni-delguard -type f | wc -l) files"
