@@ -42,12 +42,12 @@ def main(argv: list[str]) -> int:
             name, path = build.split("=", 1)
             subjects[name] = subject(str(Path(path).absolute()), conf)
         series = interleave(Runner(build_measure(root), root), subjects, args.runs)
-    print(f"{'build':32s} {'median ms':>9s} {'p90 ms':>8s} {'RSS MiB':>8s} {'failures':>8s}")
+    print(f"{'build':32s} {'median ms':>9s} {'p90 ms':>8s} {'CPU ms':>7s} {'RSS MiB':>8s} fails")
     for name, s in series.items():
         m = s.summary()
         print(
-            f"{name:32s} {m['median_ms']:9.2f} {m['p90_ms']:8.2f} {m['peak_rss_mib']:8.1f} "
-            f"{m['failures']:8d}"
+            f"{name:32s} {m['median_ms']:9.2f} {m['p90_ms']:8.2f} {m['median_cpu_ms']:7.2f} "
+            f"{m['peak_rss_mib']:8.1f} {m['failures']:5d}"
         )
     return 0
 

@@ -28,6 +28,7 @@ class Command:
 @dataclass(frozen=True)
 class Sample:
     ms: float
+    cpu_ms: float
     maxrss_kib: int
     status: int
     stdout: bytes
@@ -51,6 +52,7 @@ class Series:
             "median_ms": round(statistics.median(ms), 3),
             "p90_ms": round(percentile(ms, 90), 3),
             "min_ms": round(ms[0], 3),
+            "median_cpu_ms": round(statistics.median(s.cpu_ms for s in self.samples), 3),
             "peak_rss_mib": round(max(s.maxrss_kib for s in self.samples) / 1024, 2),
             "median_rss_mib": round(
                 statistics.median(s.maxrss_kib for s in self.samples) / 1024, 2
@@ -98,9 +100,10 @@ class Runner:
         _, status = os.waitpid(pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
             raise RuntimeError(f"measure failed on {cmd.argv[0]}")
-        ns, maxrss, code = self._res.read_text(encoding="ascii").split()
+        ns, maxrss, code, cpu_us = self._res.read_text(encoding="ascii").split()
         return Sample(
             ms=int(ns) / 1e6,
+            cpu_ms=int(cpu_us) / 1e3,
             maxrss_kib=int(maxrss),
             status=int(code),
             stdout=self._out.read_bytes(),

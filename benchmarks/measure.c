@@ -1,4 +1,5 @@
-/* measure PROGRAM ARGS...: fork, exec PROGRAM, wait4; write "<ns> <maxrss KiB> <exit code>" to fd 3.
+/* measure PROGRAM ARGS...: fork, exec PROGRAM, wait4; write to fd 3
+ * "<wall ns> <maxrss KiB> <exit code> <user+system CPU us>".
  *
  * Why not os.wait4 from the Python harness directly: a process's ru_maxrss starts at the high-water
  * mark of the memory it had before exec, and a child forked (or vforked) from a 15 MiB Python
@@ -30,9 +31,11 @@ int main(int argc, char **argv) {
     if (pid < 0 || wait4(pid, &status, 0, &usage) < 0)
         return 2;
     clock_gettime(CLOCK_MONOTONIC, &end);
-    dprintf(3, "%lld %ld %d\n",
+    dprintf(3, "%lld %ld %d %ld\n",
             (long long)(end.tv_sec - start.tv_sec) * 1000000000LL + (end.tv_nsec - start.tv_nsec),
             usage.ru_maxrss,
-            WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+            WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+            (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000000L + usage.ru_utime.tv_usec +
+                usage.ru_stime.tv_usec);
     return 0;
 }

@@ -81,6 +81,7 @@ def measure_rounds(
             series[f"{name}: DEL"].samples.append(dele)
             both = type(add)(
                 add.ms + dele.ms,
+                add.cpu_ms + dele.cpu_ms,
                 max(add.maxrss_kib, dele.maxrss_kib),
                 add.status or dele.status,
                 add.stdout,

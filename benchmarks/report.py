@@ -8,11 +8,12 @@ import platform
 from pathlib import Path
 from typing import Any
 
-Row = tuple[str, str, str, str, str, str]
+Row = tuple[str, str, str, str, str, str, str]
 HEADER: Row = (
     "scenario / subject",
     "median ms",
     "p90 ms",
+    "CPU ms",
     "peak RSS MiB",
     "vs reference",
     "target",
@@ -98,6 +99,7 @@ def series_row(label: str, s: dict[str, Any], versus: str = "", target: str = ""
         label,
         f"{s['median_ms']:.2f}",
         f"{s['p90_ms']:.2f}",
+        f"{s['median_cpu_ms']:.2f}",
         f"{s['peak_rss_mib']:.1f}",
         versus,
         target,

@@ -41,6 +41,8 @@ def storm(measure: Path, scratch: Path, commands: list[Command], parallel: int) 
         "throughput_per_s": round(len(samples) / wall, 1),
         "errors": sum(1 for s in samples if s.status != 0 or s.stdout.strip()),
         "median_ms": round(percentile(ms, 50), 3),
+        "median_cpu_ms": round(percentile(sorted(s.cpu_ms for s in samples), 50), 3),
+        "cpu_ms_total": round(sum(s.cpu_ms for s in samples), 1),
         "p90_ms": round(percentile(ms, 90), 3),
         "peak_rss_mib": round(max(s.maxrss_kib for s in samples) / 1024, 2),
     }

@@ -23,6 +23,7 @@ build() { # NAME SPEC-OPTIONS...
 
 build onedir
 build onedir-default-rthooks --default-runtime-hooks
+build onedir-ctypes-hook --ctypes-hook
 build onedir-unstripped --no-strip
 build onefile --onefile
 
@@ -30,5 +31,6 @@ exe=$out/%s/dist/cni-delguard/cni-delguard
 "$python" -m benchmarks.compare --runs "$runs" \
     "onedir (the product)=$(printf "$exe" onedir)" \
     "onedir, default runtime hooks=$(printf "$exe" onedir-default-rthooks)" \
+    "onedir, PyInstaller ctypes hook=$(printf "$exe" onedir-ctypes-hook)" \
     "onedir, unstripped=$(printf "$exe" onedir-unstripped)" \
     "onefile=$out/onefile/dist/cni-delguard"
