@@ -148,3 +148,11 @@ def test_delegate_gets_the_runtime_environment(bundle: Path, lab: Path) -> None:
     assert seen["LD_LIBRARY_PATH"] == "/opt/x"
     assert not [name for name in seen if name.startswith("_PYI_") or name.endswith("_ORIG")]
     assert seen["CNI_COMMAND"] == "ADD"
+
+
+def test_bundle_carries_the_metadata_pydantic_looks_up(bundle: Path) -> None:
+    """pydantic scans importlib.metadata for plugins when a first model is built (a first ADD,
+    as in the test above): the metadata it finds must be the bundle's, not the build machine's."""
+    internal = bundle.resolve().parent / "_internal"
+    for dist in ("pydantic", "pydantic_core", "filelock", "typing_extensions", "annotated_types"):
+        assert list(internal.glob(f"{dist}-*.dist-info/METADATA")), f"no metadata for {dist}"
