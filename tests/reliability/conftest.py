@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.reliability.harness import Bench, host_defaults
-from tests.support.guard import under_test
+from tests.support.guard import frozen_binary, under_test
 
 FIGURES = pytest.StashKey[dict[str, dict[str, Any]]]()
 
@@ -33,6 +34,23 @@ class Figures:
 @pytest.fixture
 def figures(request: pytest.FixtureRequest) -> Figures:
     return Figures(request.config.stash[FIGURES], request.node.name)
+
+
+@pytest.fixture(scope="package", autouse=True)
+def private_frozen_copy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Run a private copy of the frozen bundle: a rebuild of dist/ while this suite runs (other
+    work in the same tree) must not swap the binary under a storm. Same bytes, other folder."""
+    if under_test() != "frozen" or "DELGUARD_BIN" in os.environ:
+        yield
+        return
+    source = frozen_binary().resolve().parent
+    copy = tmp_path_factory.mktemp("frozen") / source.name
+    shutil.copytree(source, copy, symlinks=True)
+    os.environ["DELGUARD_BIN"] = str(copy / frozen_binary().name)
+    try:
+        yield
+    finally:
+        del os.environ["DELGUARD_BIN"]
 
 
 @pytest.fixture

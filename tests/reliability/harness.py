@@ -12,6 +12,7 @@ import os
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -78,21 +79,64 @@ def _kill_quietly(pid: int) -> None:
         pass
 
 
+class Spawner:
+    """The client of spawner.py: one per test process, shared by all threads."""
+
+    _instance: Spawner | None = None
+    _made = threading.Lock()
+
+    def __init__(self) -> None:
+        script = Path(__file__).with_name("spawner.py")
+        self.proc = subprocess.Popen([sys.executable, "-I", "-S", str(script)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.lock = threading.Lock()
+        self.waiting: dict[int, tuple[threading.Event, dict[str, Any]]] = {}
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    @classmethod
+    def get(cls) -> Spawner:
+        with cls._made:
+            if cls._instance is None or cls._instance.proc.poll() is not None:
+                cls._instance = cls()
+            return cls._instance
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            body = json.loads(line)
+            with self.lock:
+                event, slot = self.waiting.pop(body["id"])
+            slot.update(body)
+            event.set()
+
+    def call(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        event, slot = threading.Event(), {}
+        with self.lock:
+            self.next_id += 1
+            request["id"] = self.next_id
+            self.waiting[self.next_id] = (event, slot)
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+        if not event.wait(timeout + 30):
+            raise AssertionError(f"spawner gave no answer for {request['argv']}")
+        assert "error" not in slot, slot["error"]
+        return slot
+
+
 def run_argv(argv: list[str], env: dict[str, str], stdin: bytes, timeout: float = 60) -> Run:
-    """Run a process to the end: stdin fed, stdout in memory, stderr through a temp file."""
+    """Run a process to the end through the spawner: exit code, output and its own peak RSS."""
     start = time.monotonic()
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=err)
-        writer = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
-        writer.start()
-        assert proc.stdout is not None
-        out = proc.stdout.read()
-        proc.stdout.close()
-        rc, rss = reap(proc, timeout)
-        writer.join(5)
-        err.seek(0)
-        return Run(rc, out, err.read(), rss, time.monotonic() - start)
+    with tempfile.TemporaryDirectory(prefix="dg-run-") as tmp:
+        paths = {name: os.path.join(tmp, name) for name in ("stdin", "stdout", "stderr")}
+        Path(paths["stdin"]).write_bytes(stdin)
+        env_out = {k: os.fsdecode(os.fsencode(v)) for k, v in env.items()}
+        reply = Spawner.get().call({"argv": argv, "env": env_out, "timeout": timeout} | paths,
+                                   timeout)
+        return Run(reply["rc"], Path(paths["stdout"]).read_bytes(),
+                   Path(paths["stderr"]).read_bytes(), reply["maxrss_kb"],
+                   time.monotonic() - start)
 
 
 @dataclass
