@@ -24,6 +24,7 @@ build() { # NAME SPEC-OPTIONS...
 build onedir
 build onedir-default-rthooks --default-runtime-hooks
 build onedir-ctypes-hook --ctypes-hook
+build onedir-archive --archive
 build onedir-unstripped --no-strip
 build onefile --onefile
 
@@ -32,5 +33,6 @@ exe=$out/%s/dist/cni-delguard/cni-delguard
     "onedir (the product)=$(printf "$exe" onedir)" \
     "onedir, default runtime hooks=$(printf "$exe" onedir-default-rthooks)" \
     "onedir, PyInstaller ctypes hook=$(printf "$exe" onedir-ctypes-hook)" \
+    "onedir, PYZ archive=$(printf "$exe" onedir-archive)" \
     "onedir, unstripped=$(printf "$exe" onedir-unstripped)" \
     "onefile=$out/onefile/dist/cni-delguard"
