@@ -47,13 +47,18 @@ def plugin_main(environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO) -
 
             out = cmd_version()
         else:
-            data = skel.read_stdin(stdin)
+            data = _read(stdin, inv.command)
             version = _version_of(data) or version
             out = _dispatch(inv, data, environ)
     except errors.CniError as exc:
         stdout.write(exc.to_json(version))
         stdout.flush()
         return exc.exit_code()
+    except OSError as exc:  # a file or process operation no narrower handler expected
+        err = errors.CniError(errors.IO_FAILURE, "I/O failure in cni-delguard", str(exc)[:500])
+        stdout.write(err.to_json(version))
+        stdout.flush()
+        return 1
     except Exception as exc:  # noqa: BLE001 - the runtime must get CNI JSON, never a traceback
         err = errors.CniError(errors.INTERNAL, "internal error in cni-delguard", repr(exc)[:500])
         stdout.write(err.to_json(version))
@@ -62,6 +67,19 @@ def plugin_main(environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO) -
     stdout.write(out)
     stdout.flush()
     return 0
+
+
+def _read(stdin: BinaryIO, command: str) -> bytes:
+    """Bounded stdin. An oversized config is garbage like any other: for DEL it only means
+    there is no config to read (evidence decides), so DEL gets empty bytes instead of an error."""
+    from cni_delguard import skel
+
+    try:
+        return skel.read_stdin(stdin)
+    except errors.CniError:
+        if command != "DEL":
+            raise
+        return b""
 
 
 def _dispatch(inv: Invocation, data: bytes, environ: Mapping[str, str]) -> bytes:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 from cni_delguard import SUPPORTED_VERSIONS, __version__, defaults, errors, fsutil, jsonlite
-from cni_delguard.skel import valid_name
+from cni_delguard.skel import valid_network
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class Peek:
 
     def __init__(self, conf: dict[str, Any]) -> None:
         name = conf.get("name")
-        self.network = name if isinstance(name, str) and valid_name(name) else ""
+        self.network = name if isinstance(name, str) and valid_network(name) else ""
         self.state_dir = _abs_or(conf.get("stateDir"), defaults.STATE_DIR)
         self.result_cache_dirs = _abs_list_or(
             conf.get("resultCacheDirs"), defaults.RESULT_CACHE_DIRS

@@ -8,7 +8,7 @@ ever happened for this attachment, there is nothing to remove, so the guard answ
 
 from __future__ import annotations
 
-from cni_delguard.store import ATTEMPTED, COMPLETED, CORRUPT
+from cni_delguard.store import ATTEMPTED, COMPLETED, CORRUPT, DELETING
 
 SKIP = "skip"
 FORWARD_LENIENT = "forward-lenient"
@@ -28,7 +28,7 @@ class Evidence:
         prev_result: bool = False,
         lock: bool = False,
     ) -> None:
-        self.marker = marker  # None, ATTEMPTED, COMPLETED or CORRUPT
+        self.marker = marker  # None, ATTEMPTED, COMPLETED, DELETING or CORRUPT
         self.result_cache = result_cache
         self.multus_cache = multus_cache
         self.prev_result = prev_result
@@ -55,6 +55,11 @@ class Evidence:
 
 def decide_del(ev: Evidence) -> tuple[str, str]:
     """(decision, reason) for a DEL. The lock file alone is not evidence of an ADD."""
+    if ev.marker == DELETING:
+        # Our own record beats the caches: an earlier DEL reached the delegate and the guard died
+        # before it could finish. The delegate may have deleted everything already, and one that
+        # fails without state (kube-ovn through multus) would otherwise fail this DEL forever.
+        return FORWARD_LENIENT, "an earlier DEL was interrupted: forward DEL, failures are ignored"
     if ev.prev_result or ev.result_cache or ev.marker == COMPLETED:
         # libcni writes its cache and passes prevResult only after the whole ADD succeeded:
         # there may be real state to delete, so a delegate failure must reach the runtime.

@@ -68,7 +68,7 @@ def _locked(ctx: Context, conf: dict[str, Any], settings: Settings) -> bytes:
             if decision == decide.FORWARD_LENIENT:
                 _reap(ctx, markers, key, fields)
             if decision != decide.SKIP:
-                _forward(ctx, conf, settings, decision, fields)
+                _forward_recorded(ctx, conf, settings, decision, fields, markers, key)
             markers.remove(key)
             lock.remove()
     ctx.record("info", settings.network, **fields)
@@ -82,6 +82,30 @@ def _reap(ctx: Context, markers: store.MarkerStore, key: str, fields: dict[str, 
         from cni_delguard import reap
 
         fields["orphansKilled"] = reap.kill_orphans(session, ctx.inv.container_id, ctx.inv.ifname)
+
+
+def _forward_recorded(
+    ctx: Context,
+    conf: dict[str, Any],
+    settings: Settings,
+    decision: str,
+    fields: dict[str, object],
+    markers: store.MarkerStore,
+    key: str,
+) -> None:
+    """_forward, with a `deleting` marker on disk while the delegate runs: a guard killed then
+    leaves a record that the next DEL reads as "failures are ignored" (decide.py). A DEL that
+    fails and is reported puts the marker back as it was."""
+    prior = markers.body(key)
+    try:
+        markers.write(key, store.DELETING, ctx.inv.container_id, ctx.inv.ifname)
+    except errors.CniError as exc:
+        fields["warning"] = exc.msg  # only the crash window loses its record; go on
+    try:
+        _forward(ctx, conf, settings, decision, fields)
+    except errors.CniError:
+        markers.restore(key, prior)
+        raise
 
 
 def _forward(

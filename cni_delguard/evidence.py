@@ -6,6 +6,7 @@ use lstat (never following a link), and the marker is read only when it exists.
 
 from __future__ import annotations
 
+import errno
 import os
 
 from cni_delguard import store
@@ -21,8 +22,10 @@ def _exists(path: str) -> bool:
         os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return False
-    except OSError:
-        return True  # present but unreadable (EACCES, ELOOP ...): err on the side of forwarding
+    except OSError as exc:
+        # A name longer than a file name can be cannot exist. Anything else (EACCES, ELOOP ...)
+        # may hide a file: err on the side of forwarding.
+        return exc.errno != errno.ENAMETOOLONG
     return True
 
 

@@ -98,7 +98,7 @@ def _status(ctx: Context, conf: dict[str, Any], settings: Settings) -> bytes:
 
     try:
         path = delegate.find(settings.delegate_type, ctx.inv.cni_path)
-        _probe_state_dir(settings.state_dir)
+        _probe_state_dir(settings)
     except errors.CniError as exc:
         ctx.record("error", settings.network, decision="status-unavailable", reason=exc.msg)
         raise errors.CniError(errors.STATUS_NOT_AVAILABLE, exc.msg, exc.details) from None
@@ -106,17 +106,14 @@ def _status(ctx: Context, conf: dict[str, Any], settings: Settings) -> bytes:
     return b""
 
 
-def _probe_state_dir(state_dir: str) -> None:
-    """What ADD needs first: a safe state dir where an attempted marker can be written."""
-    try:
-        fd = fsutil.open_dir(state_dir, create=True)
+def _probe_state_dir(settings: Settings) -> None:
+    """What ADD needs first: this network's marker dir, safe, where a marker can be written."""
+    with store.MarkerStore(settings.state_dir, settings.network, create=True) as markers:
+        name = f".status-probe.{os.getpid()}"
         try:
-            name = f".status-probe.{os.getpid()}"
-            fsutil.write_atomic(fd, name, b"{}")
-            fsutil.unlink_at(fd, name)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise errors.CniError(
-            errors.IO_FAILURE, f"state dir {state_dir} is not writable", str(exc)
-        ) from None
+            fsutil.write_atomic(markers.fd, name, b"{}")
+            fsutil.unlink_at(markers.fd, name)
+        except OSError as exc:
+            raise errors.CniError(
+                errors.IO_FAILURE, f"state dir {markers.path} is not writable", str(exc)
+            ) from None

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from cni_delguard import PLUGIN_TYPE, defaults, errors
-from cni_delguard.skel import valid_name
+from cni_delguard.skel import MAX_NETWORK, valid_network
 
 
 def _absolute(value: str) -> str:
@@ -26,8 +26,11 @@ def _log_file(value: str) -> str:
 
 
 def _network(value: str) -> str:
-    if not valid_name(value):
-        raise ValueError("network name: alphanumeric first, then alphanumerics, '_', '.', '-'")
+    if not valid_network(value):
+        raise ValueError(
+            f"network name: at most {MAX_NETWORK} characters, an alphanumeric first, "
+            "then alphanumerics, '_', '.', '-'"
+        )
     return value
 
 

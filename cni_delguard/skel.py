@@ -35,6 +35,10 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
 # (A character set, not a regex: `re` costs milliseconds of start-up on every exec.)
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _NAME_CHARS = _ALNUM | frozenset("_.-")
+# A network name becomes a directory name (and part of libcni's cache file name): keep it well
+# under the 255 bytes a file name may have. (Container IDs have no such limit: long ones are
+# hashed into the marker's file name.)
+MAX_NETWORK = 200
 # Linux IFNAMSIZ is 16 bytes with the terminating NUL.
 MAX_IFNAME_BYTES = 15
 
@@ -58,6 +62,11 @@ class Invocation:
 def valid_name(value: str) -> bool:
     """Container IDs and network names (SPEC.md)."""
     return bool(value) and value[0] in _ALNUM and all(c in _NAME_CHARS for c in value)
+
+
+def valid_network(value: str) -> bool:
+    """Network names: the spec's character set, and short enough to be a directory name."""
+    return len(value) <= MAX_NETWORK and valid_name(value)
 
 
 def valid_ifname(value: str) -> bool:

@@ -14,6 +14,9 @@ from cni_delguard import errors, fsutil, jsonlite
 
 ATTEMPTED = "attempted"
 COMPLETED = "completed"
+# A DEL is being forwarded: if the guard dies before it finishes, the next DEL knows the delegate
+# may already have deleted everything (and may fail for lack of state, like kube-ovn).
+DELETING = "deleting"
 CORRUPT = "corrupt"
 NETWORKS = "networks"
 MARKER_SUFFIX = ".json"
@@ -52,7 +55,7 @@ def parse_marker(data: bytes | None) -> str | None:
         state = jsonlite.loads(data).get("state")
     except (ValueError, AttributeError):
         return CORRUPT
-    return state if state in (ATTEMPTED, COMPLETED) else CORRUPT
+    return state if state in (ATTEMPTED, COMPLETED, DELETING) else CORRUPT
 
 
 class MarkerStore:
@@ -60,13 +63,23 @@ class MarkerStore:
 
     def __init__(self, state_dir: str, network: str, create: bool) -> None:
         self.path = network_dir(state_dir, network)
+        try:
+            self.fd = self._open(state_dir, network, create)
+        except FileNotFoundError:
+            if not create:
+                raise
+            raise errors.CniError(errors.IO_FAILURE, f"cannot create {self.path}") from None
+        except OSError as exc:  # ENOSPC, EROFS, EACCES ...
+            raise errors.CniError(errors.IO_FAILURE, f"cannot open {self.path}", str(exc)) from None
+
+    def _open(self, state_dir: str, network: str, create: bool) -> int:
         root = fsutil.open_dir(state_dir, create=create)
         try:
             nets = fsutil.open_subdir(root, NETWORKS, os.path.join(state_dir, NETWORKS), create)
         finally:
             os.close(root)
         try:
-            self.fd = fsutil.open_subdir(nets, network, self.path, create)
+            return fsutil.open_subdir(nets, network, self.path, create)
         finally:
             os.close(nets)
 
@@ -95,6 +108,18 @@ class MarkerStore:
         except OSError as exc:
             raise errors.CniError(
                 errors.IO_FAILURE, f"cannot record {state} marker in {self.path}", str(exc)
+            ) from None
+
+    def restore(self, key: str, body: dict[str, object]) -> None:
+        """Put back a marker as it was read (or remove it when there was none)."""
+        if not body:
+            self.remove(key)
+            return
+        try:
+            fsutil.write_atomic(self.fd, key + MARKER_SUFFIX, jsonlite.dumps(body).encode())
+        except OSError as exc:
+            raise errors.CniError(
+                errors.IO_FAILURE, f"cannot restore marker in {self.path}", str(exc)
             ) from None
 
     def body(self, key: str) -> dict[str, object]:

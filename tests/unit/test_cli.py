@@ -260,3 +260,28 @@ def test_a_held_lock_makes_del_try_again_later_even_without_a_marker(node):
         lock.release()
     assert code == 1
     assert out["code"] == errors.TRY_AGAIN_LATER
+
+
+def test_a_del_interrupted_after_the_delegate_deleted_does_not_deadlock(node):
+    """The guard died between the delegate's successful DEL and removing its marker: the next
+    DEL finds `deleting` (and libcni's cache, which stays until a DEL succeeds) and must not
+    fail because the delegate has nothing left to delete."""
+    node.run("ADD", node.conf())
+    (node.fake_state / "c1:eth0").unlink()  # the delegate's DEL had already run
+    (node.results / "net1-c1-eth0").write_text("{}")
+    marker = node.state / "networks/net1/c1:eth0.json"
+    marker.write_text(json.dumps({"state": "deleting", "containerID": "c1", "ifname": "eth0"}))
+    conf = node.conf()
+    conf["prevResult"] = {"cniVersion": "1.0.0", "ips": []}
+    assert node.run("DEL", conf) == (0, None)
+    assert node.decisions()[-1]["decision"] == "forward-lenient"
+    assert node.state_files() == []
+
+
+def test_a_reported_del_failure_puts_the_completed_marker_back(node):
+    node.run("ADD", node.conf())
+    marker = node.state / "networks/net1/c1:eth0.json"
+    before = json.loads(marker.read_text())
+    code, _ = node.run("DEL", node.conf(delegate={"failDel": 42}))
+    assert code == 1
+    assert json.loads(marker.read_text()) == before

@@ -8,14 +8,16 @@ import pytest
 
 from cni_delguard import decide
 from cni_delguard.decide import Evidence, decide_del
-from cni_delguard.store import ATTEMPTED, COMPLETED, CORRUPT
+from cni_delguard.store import ATTEMPTED, COMPLETED, CORRUPT, DELETING
 
-MARKERS = (None, ATTEMPTED, COMPLETED, CORRUPT)
+MARKERS = (None, ATTEMPTED, COMPLETED, DELETING, CORRUPT)
 FLAGS = (False, True)
 
 
 def expected(marker: str | None, result_cache: bool, multus: bool, prev: bool) -> str:
     """The table of docs/DESIGN.md, written out independently of decide.py."""
+    if marker == DELETING:
+        return decide.FORWARD_LENIENT
     if prev or result_cache or marker == COMPLETED:
         return decide.FORWARD_STRICT
     if marker in (ATTEMPTED, CORRUPT):
