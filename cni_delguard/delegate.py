@@ -58,15 +58,64 @@ def find(plugin_type: str, cni_path: str) -> str:
     )
 
 
+_libc_handle: list[Any] = []
+
+
+def _libc() -> Any:
+    """libc through ctypes, loaded once (and before a fork, so the child does not load it)."""
+    if not _libc_handle:
+        import ctypes
+
+        _libc_handle.append(ctypes.CDLL(None, use_errno=True))
+    return _libc_handle[0]
+
+
+def _prctl_pdeathsig(sig: int) -> None:
+    _libc().prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+
+
 def _child_setup() -> None:
     """In the forked child before exec: die with the guard (checked again for the race)."""
-    import ctypes
-
     parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _prctl_pdeathsig(signal.SIGKILL)
     if os.getppid() != parent:
         os._exit(1)
+
+
+def _guardian(group: int) -> int:
+    """Fork a watcher that SIGKILLs the delegate's whole process group if the guard dies first.
+
+    PR_SET_PDEATHSIG reaches the delegate only, not what it started (multus runs its delegates
+    as children); a survivor would finish an abandoned ADD, or hold the runtime's stderr pipe
+    open so that the runtime waits on it. The watcher holds no descriptor of the guard's (so it
+    never delays an EOF), lives in its own session (so a kill of the guard's group leaves it),
+    and is dismissed once the delegate has been waited for."""
+    _libc()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        os.setsid()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, 1 << 16)
+        _prctl_pdeathsig(signal.SIGHUP)
+        if os.getppid() == parent:
+            signal.sigwait({signal.SIGHUP})
+        os.killpg(group, signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
+def _dismiss(guardian: int) -> None:
+    try:
+        os.kill(guardian, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(guardian, 0)
 
 
 def run(
@@ -79,13 +128,30 @@ def run(
 ) -> Outcome:
     """Exec the delegate with CNI_COMMAND=command; wait at most `timeout` seconds. `on_spawn`
     gets the delegate's PID (also its session and process group ID) before any I/O."""
+    start = time.monotonic()
+    proc = _spawn(path, command, environ)
+    guardian = _guardian(proc.pid)
+    try:
+        if on_spawn is not None:
+            try:
+                on_spawn(proc.pid)
+            except BaseException:
+                _kill_group(proc.pid)
+                proc.wait()
+                raise
+        status, out, timed_out = _supervise(proc, stdin, start + timeout)
+    finally:
+        _dismiss(guardian)
+    return Outcome(status, out, timed_out, (time.monotonic() - start) * 1000.0)
+
+
+def _spawn(path: str, command: str, environ: Mapping[str, str]) -> Any:
     import subprocess
 
     env = dict(environ)
     env["CNI_COMMAND"] = command
-    start = time.monotonic()
     try:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             [path],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -99,15 +165,14 @@ def run(
         raise errors.CniError(
             errors.DELEGATE_NOT_FOUND, f"cannot execute delegate {path}", str(exc)
         ) from None
-    if on_spawn is not None:
-        try:
-            on_spawn(proc.pid)
-        except BaseException:
-            _kill_group(proc.pid)
-            proc.wait()
-            raise
-    deadline = start + timeout
+
+
+def _supervise(proc: Any, stdin: bytes, deadline: float) -> tuple[int, bytes, bool]:
+    """(exit status, stdout, timed out): the whole exchange, bounded by `deadline`."""
+    import subprocess
+
     out, timed_out = _exchange(proc, stdin, deadline)
+    status = 0
     if not timed_out:
         try:  # stdout is closed; the delegate may still linger
             status = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
@@ -116,7 +181,7 @@ def run(
     if timed_out:
         _kill_group(proc.pid)
         status = proc.wait()
-    return Outcome(status, out, timed_out, (time.monotonic() - start) * 1000.0)
+    return status, out, timed_out
 
 
 def _exchange(proc: Any, stdin: bytes, deadline: float) -> tuple[bytes, bool]:

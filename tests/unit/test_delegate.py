@@ -119,15 +119,23 @@ def test_delegate_errors_pass_through_unchanged_when_well_formed(stdout, status,
     assert (err.to_json("1.0.0") == stdout) is verbatim
 
 
-def test_the_delegate_dies_with_the_guard(tmp_path):
-    """PR_SET_PDEATHSIG: a guard killed by the runtime does not leave its delegate running."""
+@pytest.mark.parametrize("depth", ["delegate", "grandchild"])
+def test_the_delegate_and_its_children_die_with_the_guard(tmp_path, depth):
+    """A guard killed by the runtime leaves nothing running: PR_SET_PDEATHSIG takes the
+    delegate, the guardian takes the rest of its process group (multus runs its delegates as
+    children)."""
     import signal
     import subprocess
 
-    pidfile = tmp_path / "delegate.pid"
-    path = _plugin(
-        tmp_path, "p", f"open({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)"
-    )
+    pidfile = tmp_path / "pid"
+    body = f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)"
+    if depth == "grandchild":
+        body = (
+            "import subprocess\n"
+            f"child = subprocess.Popen([sys.executable, '-c', {body!r}])\n"
+            "time.sleep(60)"
+        )
+    path = _plugin(tmp_path, "p", body)
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     guard = subprocess.Popen(
         [
@@ -147,10 +155,31 @@ def test_the_delegate_dies_with_the_guard(tmp_path):
     guard.send_signal(signal.SIGKILL)
     guard.wait()
     pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
             return
         time.sleep(0.02)
-    pytest.fail("the delegate outlived the SIGKILLed guard")
+    pytest.fail(f"the {depth} outlived the SIGKILLed guard")
+
+
+def _live_children() -> list[int]:
+    """PIDs whose parent is this process and that are not zombies."""
+    out = []
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{p}/stat", "rb") as f:
+                fields = f.read().rsplit(b") ", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != b"Z" and int(fields[1]) == os.getpid():
+            out.append(int(p))
+    return out
+
+
+def test_the_guardian_is_gone_after_a_normal_call(tmp_path):
+    path = _plugin(tmp_path, "p", "sys.stdout.write('{}')")
+    assert delegate.run(str(path), "ADD", b"{}", {}, 10).ok
+    assert _live_children() == []
