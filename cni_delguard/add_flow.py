@@ -62,8 +62,15 @@ def _delegate_add(
 
     def remember_session(pid: int) -> None:
         # So that a DEL after this guard is killed can find what the delegate left (reap.py).
+        # Not fsynced: it matters after a killed guard, not after a power loss (which ends the
+        # delegate's processes anyway); the attempted marker before it is durable.
         markers.write(
-            key, store.ATTEMPTED, ctx.inv.container_id, ctx.inv.ifname, delegateSession=pid
+            key,
+            store.ATTEMPTED,
+            ctx.inv.container_id,
+            ctx.inv.ifname,
+            durable=False,
+            delegateSession=pid,
         )
 
     outcome = delegate.run(

@@ -126,11 +126,9 @@ class Settings:
 
 
 def digest(conf: dict[str, Any]) -> str:
-    import hashlib
-
     stable = {k: v for k, v in conf.items() if k not in _VOLATILE}
     text = jsonlite.dumps([__version__, stable], sort_keys=True, compact=True)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return fsutil.sha256_hex(text.encode("utf-8", "surrogatepass"))
 
 
 def load(conf: dict[str, Any]) -> Settings:

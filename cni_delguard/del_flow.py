@@ -98,7 +98,9 @@ def _forward_recorded(
     fails and is reported puts the marker back as it was."""
     prior = markers.body(key)
     try:
-        markers.write(key, store.DELETING, ctx.inv.container_id, ctx.inv.ifname)
+        # Not fsynced: it is for a guard killed mid-DEL; after a power loss the delegate's
+        # runtime state is gone as well.
+        markers.write(key, store.DELETING, ctx.inv.container_id, ctx.inv.ifname, durable=False)
     except errors.CniError as exc:
         fields["warning"] = exc.msg  # only the crash window loses its record; go on
     try:

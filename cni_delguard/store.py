@@ -30,9 +30,7 @@ def attachment_key(container_id: str, ifname: str) -> str:
     key = f"{container_id}:{ifname}"
     if len(key.encode("utf-8", "surrogateescape")) <= _MAX_KEY:
         return key
-    import hashlib
-
-    return "sha256-" + hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+    return "sha256-" + fsutil.sha256_hex(key.encode("utf-8", "surrogateescape"))
 
 
 def network_dir(state_dir: str, network: str) -> str:
@@ -95,7 +93,16 @@ class MarkerStore:
     def read(self, key: str) -> str | None:
         return parse_marker(fsutil.read_at(self.fd, key + MARKER_SUFFIX))
 
-    def write(self, key: str, state: str, container_id: str, ifname: str, **extra: object) -> None:
+    def write(
+        self,
+        key: str,
+        state: str,
+        container_id: str,
+        ifname: str,
+        *,
+        durable: bool = True,
+        **extra: object,
+    ) -> None:
         body = {
             "state": state,
             "containerID": container_id,
@@ -103,23 +110,25 @@ class MarkerStore:
             "time": round(time.time(), 3),
             **extra,
         }
-        try:
-            fsutil.write_atomic(self.fd, key + MARKER_SUFFIX, jsonlite.dumps(body).encode())
-        except OSError as exc:
-            raise errors.CniError(
-                errors.IO_FAILURE, f"cannot record {state} marker in {self.path}", str(exc)
-            ) from None
+        self._put(key, body, durable)
 
     def restore(self, key: str, body: dict[str, object]) -> None:
         """Put back a marker as it was read (or remove it when there was none)."""
-        if not body:
+        if body:
+            self._put(key, body, durable=True)
+        else:
             self.remove(key)
-            return
+
+    def _put(self, key: str, body: dict[str, object], durable: bool) -> None:
         try:
-            fsutil.write_atomic(self.fd, key + MARKER_SUFFIX, jsonlite.dumps(body).encode())
+            fsutil.write_atomic(
+                self.fd, key + MARKER_SUFFIX, jsonlite.dumps(body).encode(), durable
+            )
         except OSError as exc:
             raise errors.CniError(
-                errors.IO_FAILURE, f"cannot restore marker in {self.path}", str(exc)
+                errors.IO_FAILURE,
+                f"cannot record {body.get('state')} marker in {self.path}",
+                str(exc),
             ) from None
 
     def body(self, key: str) -> dict[str, object]:

@@ -66,7 +66,7 @@ def test_a_waiter_survives_the_holder_removing_the_lock_file(tmp_path):
 
     def wait_and_look() -> None:
         lock = AttachmentLock(str(path), timeout=5)
-        fd = lock._lock._context.lock_file_fd  # filelock's context is per thread
+        fd = lock.held_fd()
         seen.append((os.fstat(fd).st_ino, os.stat(path).st_ino, os.fstat(fd).st_nlink))
         lock.release()
 
@@ -94,3 +94,34 @@ def test_a_symlinked_lock_file_is_not_followed(tmp_path):
 def test_lock_files_are_owner_only(tmp_path):
     with AttachmentLock(str(tmp_path / "a.lock"), timeout=1) as lock:
         assert (os.stat(lock.path).st_mode & 0o777) == 0o600
+
+
+def test_filelock_is_imported_only_to_wait(tmp_path):
+    """The uncontended path is one flock; filelock (~30 ms of imports) only does the waiting."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = tmp_path / "a.lock"
+    code = (
+        f"import sys; sys.path.insert(0, {repo!r})\n"
+        "from cni_delguard.locking import AttachmentLock\n"
+        f"AttachmentLock({str(path)!r}, 1).release()\n"
+        "print('filelock' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
+    holder = _holder(path)
+    try:
+        code = code.replace(
+            "AttachmentLock(",
+            "import contextlib\nwith contextlib.suppress(Exception): AttachmentLock(",
+        )
+        out = subprocess.run(
+            [sys.executable, "-I", "-c", code.replace(", 1)", ", 0.1)")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert out.stdout.strip() == "True"
+    finally:
+        holder.communicate("\n")

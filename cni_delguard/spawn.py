@@ -1,0 +1,232 @@
+"""Process mechanics for the delegate: fork/exec without a shell, a pidfd-driven I/O loop, and
+the guardian that takes the delegate's process group down with a killed guard.
+
+Written on os.fork/os.execve/os.pidfd_open rather than subprocess: subprocess (with signal's enum
+layer, threading, selectors and locale) costs ~7 ms of start-up on every exec of the plugin, and
+it cannot set PR_SET_PDEATHSIG without preexec_fn anyway. `_signal` is the C module behind
+`signal`, without the enum wrapper.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as sig
+    from collections.abc import Mapping
+    from typing import Any
+else:
+    try:
+        import _signal as sig
+    except ImportError:  # pragma: no cover - CPython always has it
+        import signal as sig
+
+_PR_SET_PDEATHSIG = 1
+_MAX_FD = 1 << 16
+_libc_handle: list[Any] = []
+
+
+class OutputTooLarge(Exception):  # noqa: N818 - a condition, reported by the caller
+    pass
+
+
+def _libc() -> Any:
+    """libc through ctypes, loaded once (and before a fork, so the child does not load it)."""
+    if not _libc_handle:
+        import ctypes
+
+        _libc_handle.append(ctypes.CDLL(None, use_errno=True))
+    return _libc_handle[0]
+
+
+def _die_with_parent(signum: int, parent: int) -> None:
+    _libc().prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the prctl
+        os.kill(os.getpid(), signum)
+
+
+class Child:
+    """A started delegate: its PID (also its session and group ID), pipes and pidfd."""
+
+    __slots__ = ("pid", "pidfd", "stdin", "stdout")
+
+    def __init__(self, pid: int, stdin: int, stdout: int, pidfd: int) -> None:
+        self.pid = pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.pidfd = pidfd
+
+
+def start(path: str, env: Mapping[str, str]) -> Child:
+    """Fork and exec `path` in a new session with stdin/stdout on pipes, stderr inherited.
+    Raises OSError with the exec's errno when the program cannot be executed."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()  # closed by a successful exec (O_CLOEXEC), else carries errno
+    _libc()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child, which execs or exits
+        _exec_child(path, dict(env), in_r, out_w, err_w, parent)
+    for fd in (in_r, out_w, err_w):
+        os.close(fd)
+    with os.fdopen(err_r, "rb") as err:
+        failure = err.read()
+    if failure:
+        os.close(in_w)
+        os.close(out_r)
+        os.waitpid(pid, 0)
+        code = int(failure)
+        raise OSError(code, os.strerror(code), path)
+    return Child(pid, in_w, out_r, os.pidfd_open(pid))
+
+
+def _exec_child(
+    path: str, env: dict[str, str], in_r: int, out_w: int, err_w: int, parent: int
+) -> None:  # pragma: no cover - runs in the child
+    try:
+        os.setsid()
+        _die_with_parent(sig.SIGKILL, parent)
+        for signum in (sig.SIGPIPE, sig.SIGXFSZ):  # Python ignores them; the delegate must not
+            sig.signal(signum, sig.SIG_DFL)
+        os.dup2(in_r, 0)
+        os.dup2(out_w, 1)
+        os.closerange(3, err_w)
+        os.closerange(err_w + 1, _MAX_FD)
+        os.execve(path, [path], env)  # noqa: S606 - the delegate itself, no shell
+    except OSError as exc:
+        os.write(err_w, str(exc.errno or 1).encode())
+    finally:
+        os._exit(127)
+
+
+def guardian(group: int) -> int:
+    """Fork a watcher that SIGKILLs `group` if this process dies first (see delegate.py)."""
+    _libc()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    try:  # pragma: no cover - runs in the watcher
+        os.setsid()
+        sig.pthread_sigmask(sig.SIG_BLOCK, {sig.SIGHUP})
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, _MAX_FD)
+        _die_with_parent(sig.SIGHUP, parent)
+        sig.sigwait({sig.SIGHUP})
+        os.killpg(group, sig.SIGKILL)
+    finally:
+        os._exit(0)
+
+
+def dismiss(pid: int) -> None:
+    kill(pid, group=False)
+    os.waitpid(pid, 0)
+
+
+def kill(pid: int, group: bool = True) -> None:
+    try:
+        if group:
+            os.killpg(pid, sig.SIGKILL)
+        else:
+            os.kill(pid, sig.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def communicate(child: Child, data: bytes, deadline: float, limit: int) -> tuple[bytes, bool]:
+    """Feed `data`, collect stdout until the child exits (then drain what it left in the pipe:
+    a grandchild may hold the pipe open) or until `deadline` (then timed_out is True). Raises
+    OutputTooLarge past `limit` bytes. Closes both pipes."""
+    io = _Pipes(child, data, limit)
+    try:
+        while not io.exited:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return io.output(), True
+            for fd, _ in io.poller.poll(left * 1000.0):
+                io.ready(fd)
+        io.drain()
+        return io.output(), False
+    finally:
+        io.close()
+
+
+class _Pipes:
+    """The poll loop's state: what is still to write, what was read, which fds are open."""
+
+    def __init__(self, child: Child, data: bytes, limit: int) -> None:
+        self.child = child
+        self.pending = memoryview(data)
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.limit = limit
+        self.exited = False
+        self.open = {child.stdin, child.stdout}
+        self.poller = select.poll()
+        self.poller.register(child.pidfd, select.POLLIN)
+        os.set_blocking(child.stdout, False)
+        self.poller.register(child.stdout, select.POLLIN)
+        os.set_blocking(child.stdin, False)
+        if self.pending:
+            self.poller.register(child.stdin, select.POLLOUT)
+        else:
+            self._close(child.stdin)
+
+    def ready(self, fd: int) -> None:
+        if fd == self.child.pidfd:
+            self.exited = True
+        elif fd == self.child.stdin and fd in self.open:
+            try:
+                self.pending = self.pending[os.write(fd, self.pending[:65536]) :]
+            except BrokenPipeError:
+                self.pending = memoryview(b"")
+            if not self.pending:
+                self._close(fd)
+        elif fd == self.child.stdout and fd in self.open:
+            self.drain()
+
+    def drain(self) -> None:
+        """Read what is available now; close stdout at EOF."""
+        fd = self.child.stdout
+        while fd in self.open:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                return
+            if not chunk:
+                self._close(fd)
+                return
+            self.size += len(chunk)
+            if self.size > self.limit:
+                raise OutputTooLarge
+            self.chunks.append(chunk)
+
+    def output(self) -> bytes:
+        return b"".join(self.chunks)
+
+    def _close(self, fd: int) -> None:
+        try:
+            self.poller.unregister(fd)
+        except KeyError:
+            pass
+        self.open.discard(fd)
+        os.close(fd)
+
+    def close(self) -> None:
+        for fd in list(self.open):
+            self._close(fd)
+
+
+def wait(child: Child) -> int:
+    """The exit status, as subprocess reports it (negative: killed by that signal)."""
+    try:
+        _, status = os.waitpid(child.pid, 0)
+    finally:
+        os.close(child.pidfd)
+    return os.waitstatus_to_exitcode(status)
