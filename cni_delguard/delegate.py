@@ -65,10 +65,10 @@ def run(
     """Exec the delegate with CNI_COMMAND=command; wait at most `timeout` seconds. `on_spawn`
     gets the delegate's PID (also its session and process group ID) before any I/O.
 
-    While the delegate runs, a guardian (spawn.guardian) waits for this process to die: the
-    delegate itself gets SIGKILL from PR_SET_PDEATHSIG, but what it started (multus runs its
-    delegates as children) would survive, could finish an abandoned ADD, or hold the runtime's
-    stderr pipe so that the runtime waits on it. The guardian kills the whole group then."""
+    While the delegate runs, a guardian (spawn.guardian) waits for this process to die and then
+    kills the delegate's whole process group: the delegate and what it started (multus runs its
+    delegates as children), which would otherwise finish an abandoned ADD or hold the runtime's
+    stderr pipe so that the runtime waits on it."""
     start = time.monotonic()
     env = dict(environ)
     env["CNI_COMMAND"] = command

@@ -1,9 +1,11 @@
 """Orphans of an abandoned ADD: processes a killed guard's delegate left running.
 
-PR_SET_PDEATHSIG kills the delegate when the guard dies, but not the delegate's own children
-(multus runs its delegates that way). Such a grandchild can finish the abandoned ADD after the
-runtime's DEL has already run, leaving state no later DEL will look for. So before a DEL is
-forwarded for an ADD that never completed, the guard kills what is left of that ADD.
+The guardian (spawn.py) kills the delegate's process group when the guard dies, but a process
+can escape it: one the delegate moved to another process group of its session, or the whole
+delegate when the guard died in the instant between starting it and starting the guardian.
+Such a process can finish the abandoned ADD after the runtime's DEL has already run, leaving
+state no later DEL will look for. So before a DEL is forwarded for an ADD that never completed,
+the guard kills what is left of that ADD.
 
 What counts as left of it, all three at once: a process in the session the delegate was started in
 (the guard starts each delegate in a new session and records the session ID in the attempted
@@ -14,8 +16,9 @@ session ID alone can therefore never make the guard kill an unrelated process.
 from __future__ import annotations
 
 import os
-import signal
 import time
+
+from cni_delguard import spawn
 
 PROC = "/proc"
 
@@ -55,10 +58,7 @@ def kill_orphans(session: int, container_id: str, ifname: str, wait: float = 5.0
     pids = orphans(session, container_id, ifname)
     killed = len(pids)
     for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        spawn.kill(pid, group=False)
     deadline = time.monotonic() + wait
     while pids and time.monotonic() < deadline:
         pids = [p for p in pids if _alive(p)]
