@@ -23,7 +23,7 @@ from typing import Any
 from tests.support.fakes import install_fake
 from tests.support.guard import install_guard
 
-STATES = ("attempted", "completed")
+STATES = ("attempted", "completed", "deleting")
 NETNS = "/var/run/netns/reliability-fake"  # the fakes never enter it; ADD only needs it set
 
 

@@ -125,19 +125,8 @@ SETUPS: dict[str, StateSetup] = {
     "networks-symlink": networks_symlink,
     "network-dir-symlink": network_dir_symlink,
 }
-BUG_999 = (
-    "BUG: mkdir of {what} fails with {err}, an OSError no one turns into a CniError: code 999 "
-    "'internal error' instead of 5 (store.MarkerStore / fsutil.open_subdir, add_flow.run)"
-)
-XFAIL_ADD = {
-    ("enospc-inodes", "fresh"): BUG_999.format(what="<stateDir>/networks", err="ENOSPC"),
-    ("read-only", "fresh"): BUG_999.format(what="<stateDir>/networks", err="EROFS"),
-}
-XFAIL_STATUS = dict.fromkeys(
-    ("networks-symlink", "network-dir-symlink"),
-    "BUG: STATUS probes only the state dir's root, so it reports ready while every ADD "
-    "of this network fails on <stateDir>/networks[/<network>] (forward.py _probe_state_dir)",
-)
+XFAIL_ADD: dict[Any, str] = {}
+XFAIL_STATUS: dict[Any, str] = {}
 
 
 def _cases(xfails: dict[Any, str], primed_too: bool = True) -> list[Any]:
