@@ -18,6 +18,7 @@ the attachment.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 
@@ -32,8 +33,16 @@ _POLL = 0.01
 
 
 def try_lock(path: str) -> int | None:
-    """One attempt: the fd holding the lock on the file now at `path`, or None if it is busy."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    """One attempt: the fd holding the lock on the file now at `path`, or None if it is busy.
+    On a read-only file system (ext4 remounts itself so after a disk error) an existing lock
+    file is still lockable through a read-only descriptor; a missing one raises
+    FileNotFoundError."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -70,16 +79,29 @@ def _wait(path: str, timeout: float) -> Any:
     return lock
 
 
+def _read_only(path: str) -> bool:
+    try:
+        return bool(os.statvfs(os.path.dirname(path)).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 class AttachmentLock:
     """Hold the lock of one attachment; `remove()` drops the file while still holding it."""
 
     def __init__(self, path: str, timeout: float) -> None:
         self.path = path
         self._waited: Any = None
+        self._fd: int | None = None
         try:
             self._fd = try_lock(path)
             if self._fd is None:
                 self._waited = _wait(path, timeout)
+        except FileNotFoundError:
+            # Read-only and no lock file: nothing can create one, and no ADD can run (it could
+            # not write its marker), so there is nothing to serialize with. Go on unlocked.
+            if not _read_only(path):
+                raise errors.CniError(errors.IO_FAILURE, f"cannot lock {path}") from None
         except OSError as exc:
             raise errors.CniError(errors.IO_FAILURE, f"cannot lock {path}", str(exc)) from None
 
@@ -95,6 +117,9 @@ class AttachmentLock:
             os.unlink(self.path)
         except FileNotFoundError:
             pass
+        except OSError as exc:
+            if exc.errno != errno.EROFS:
+                raise
 
     def release(self) -> None:
         if self._waited is not None:

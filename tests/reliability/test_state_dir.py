@@ -247,8 +247,9 @@ def test_log_symlink_is_not_followed(bench: Bench) -> None:
 
 
 # -- modes -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("umask", [0o000, 0o022, 0o077],
-                         ids=["umask-000", "umask-022", "umask-077"])
+@pytest.mark.parametrize(
+    "umask", [0o000, 0o022, 0o077], ids=["umask-000", "umask-022", "umask-077"]
+)
 def test_everything_written_is_owner_only(bench: Bench, umask: int) -> None:
     old = os.umask(umask)
     try:
@@ -263,8 +264,11 @@ def test_everything_written_is_owner_only(bench: Bench, umask: int) -> None:
     modes = {str(p.relative_to(state)): stat.S_IMODE(p.lstat().st_mode) for p in state.rglob("*")}
     modes["."] = stat.S_IMODE(state.stat().st_mode)
     modes |= seen
-    wrong = {k: f"{v:o}" for k, v in modes.items()
-             if v != (0o700 if (state / k).is_dir() or k in (".", "networks") else 0o600)}
+    wrong = {
+        k: f"{v:o}"
+        for k, v in modes.items()
+        if v != (0o700 if (state / k).is_dir() or k in (".", "networks") else 0o600)
+    }
     assert wrong == {}
     assert {p.suffix for p in state.rglob("*") if p.is_file()} >= {".json", ".lock"}
     assert stat.S_IMODE(bench.log_file.stat().st_mode) == 0o600
@@ -285,17 +289,9 @@ def _during_add(bench: Bench, conf: dict[str, Any]) -> Iterator[dict[str, int]]:
     yield seen
 
 
-@pytest.mark.parametrize("marker", [
-    pytest.param("attempted", marks=pytest.mark.xfail(strict=True, reason=(
-        "BUG: on a state dir remounted read-only (what ext4 does after a disk error, "
-        "errors=remount-ro) a DEL with an attempted marker fails with code 5 'cannot lock': "
-        "the lock file is opened O_RDWR|O_CREAT, which EROFS refuses even when it exists; "
-        "the deadlock breaker never runs (locking._NoFollowLock._acquire). flock works on an "
-        "O_RDONLY descriptor of an existing file"))),
-    pytest.param("completed", marks=pytest.mark.xfail(strict=True, reason=(
-        "BUG: same cause as the attempted case: a completed ADD's DEL on a read-only state dir "
-        "is never forwarded, so the delegate's real state cannot be released either"))),
-])
+# ext4 remounts itself read-only after a disk error (errors=remount-ro): an existing lock file
+# is still locked through a read-only descriptor, and the marker that cannot be removed is kept.
+@pytest.mark.parametrize("marker", ["attempted", "completed"])
 def test_del_with_evidence_on_a_read_only_state_dir(bench: Bench, marker: str) -> None:
     with mounts.tmpfs(bench.root / "mnt", size="1m") as mnt:
         state = _make_state(mnt, primed=True)
