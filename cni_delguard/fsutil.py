@@ -55,21 +55,10 @@ def check_dir_fd(fd: int, path: str) -> None:
         raise UnsafeDirError(path, f"writable by group or others (mode {st.st_mode & 0o7777:o})")
 
 
-def open_dir(path: str, create: bool = False) -> int:
-    """Open `path` as a directory fd without following a final symlink; create it if asked."""
+def _open_checked(name: str, path: str, dir_fd: int | None = None) -> int:
+    """Open a directory without following a final symlink, then check who may write it."""
     try:
-        fd = os.open(path, _OPEN_DIR)
-    except FileNotFoundError:
-        if not create:
-            raise
-        parent, _ = os.path.split(path.rstrip("/"))
-        if parent and not os.path.isdir(parent):
-            os.makedirs(parent, mode=0o755, exist_ok=True)
-        try:
-            os.mkdir(path, DIR_MODE)
-        except FileExistsError:
-            pass
-        fd = os.open(path, _OPEN_DIR)
+        fd = os.open(name, _OPEN_DIR, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
             raise UnsafeDirError(path, "a symlink or not a directory") from None
@@ -80,6 +69,23 @@ def open_dir(path: str, create: bool = False) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def open_dir(path: str, create: bool = False) -> int:
+    """Open `path` as a directory fd without following a final symlink; create it if asked."""
+    try:
+        return _open_checked(path, path)
+    except FileNotFoundError:
+        if not create:
+            raise
+    parent, _ = os.path.split(path.rstrip("/"))
+    if parent and not os.path.isdir(parent):
+        os.makedirs(parent, mode=0o755, exist_ok=True)
+    try:
+        os.mkdir(path, DIR_MODE)
+    except FileExistsError:
+        pass
+    return _open_checked(path, path)
 
 
 def open_subdir(parent_fd: int, name: str, path: str, create: bool = True) -> int:
@@ -89,18 +95,7 @@ def open_subdir(parent_fd: int, name: str, path: str, create: bool = True) -> in
             os.mkdir(name, DIR_MODE, dir_fd=parent_fd)
         except FileExistsError:
             pass
-    try:
-        fd = os.open(name, _OPEN_DIR, dir_fd=parent_fd)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise UnsafeDirError(path, "a symlink or not a directory") from None
-        raise
-    try:
-        check_dir_fd(fd, path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return _open_checked(name, path, parent_fd)
 
 
 def read_at(dir_fd: int, name: str, limit: int = MAX_SMALL) -> bytes | None:

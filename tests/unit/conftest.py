@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cni_delguard import cli
+from cni_delguard import cli, config
 from tests.support.fakes import install_fake
 
 
@@ -82,6 +82,25 @@ class Node:
     def state_files(self) -> list[str]:
         net = self.state / "networks" / "net1"
         return sorted(p.name for p in net.iterdir()) if net.exists() else []
+
+
+def make_settings(state_dir: str = "/s", caps: tuple[str, ...] = ()) -> config.Settings:
+    """Settings as a validated config would give them, for modules that take Settings."""
+    return config.Settings(
+        {
+            "network": "net1",
+            "cniVersion": "1.1.0",
+            "stateDir": str(state_dir),
+            "resultCacheDirs": [],
+            "multusCacheDirs": [],
+            "timeouts": {},
+            "lockTimeout": 1,
+            "logFile": "",
+            "logLevel": "info",
+            "delegateType": "multus",
+            "delegateCapabilities": list(caps),
+        }
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -4,26 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cni_delguard import config, errors, gc, store
+from cni_delguard import errors, gc, store
 from cni_delguard.locking import AttachmentLock
-
-
-def _settings(state_dir):
-    return config.Settings(
-        {
-            "network": "net1",
-            "cniVersion": "1.1.0",
-            "stateDir": str(state_dir),
-            "resultCacheDirs": [],
-            "multusCacheDirs": [],
-            "timeouts": {},
-            "lockTimeout": 1,
-            "logFile": "",
-            "logLevel": "info",
-            "delegateType": "x",
-            "delegateCapabilities": [],
-        }
-    )
+from tests.unit.conftest import make_settings
 
 
 def _populate(state_dir, keys):
@@ -38,7 +21,7 @@ def _populate(state_dir, keys):
 
 def test_prunes_everything_not_valid(tmp_path):
     net = _populate(tmp_path, ["keep", "drop"])
-    pruned = gc.prune(_settings(tmp_path), [{"containerID": "keep", "ifname": "eth0"}])
+    pruned = gc.prune(make_settings(tmp_path), [{"containerID": "keep", "ifname": "eth0"}])
     assert pruned == ["drop:eth0", "lockonly:eth0", "tmponly:eth0"]
     assert sorted(p.name for p in net.iterdir()) == ["keep:eth0.json"]
 
@@ -47,7 +30,7 @@ def test_a_busy_attachment_is_left_for_the_next_gc(tmp_path):
     net = _populate(tmp_path, ["busy"])
     lock = AttachmentLock(str(net / "busy:eth0.lock"), timeout=1)
     try:
-        pruned = gc.prune(_settings(tmp_path), [])
+        pruned = gc.prune(make_settings(tmp_path), [])
     finally:
         lock.release()
     assert "busy:eth0" not in pruned
@@ -55,7 +38,7 @@ def test_a_busy_attachment_is_left_for_the_next_gc(tmp_path):
 
 
 def test_nothing_to_prune_without_a_network_dir(tmp_path):
-    assert gc.prune(_settings(tmp_path), []) == []
+    assert gc.prune(make_settings(tmp_path), []) == []
 
 
 @pytest.mark.parametrize(

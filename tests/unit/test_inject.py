@@ -4,25 +4,8 @@ from __future__ import annotations
 
 import json
 
-from cni_delguard import config, inject
-
-
-def _settings(caps=()):
-    return config.Settings(
-        {
-            "network": "net1",
-            "cniVersion": "1.1.0",
-            "stateDir": "/s",
-            "resultCacheDirs": [],
-            "multusCacheDirs": [],
-            "timeouts": {},
-            "lockTimeout": 1,
-            "logFile": "",
-            "logLevel": "info",
-            "delegateType": "multus",
-            "delegateCapabilities": list(caps),
-        }
-    )
+from cni_delguard import inject
+from tests.unit.conftest import make_settings
 
 
 def test_the_delegates_keys_stay_and_name_and_version_are_the_networks():
@@ -37,7 +20,7 @@ def test_the_delegates_keys_stay_and_name_and_version_are_the_networks():
         "cniVersion": "1.1.0",
         "name": "net1",
     }
-    sent = json.loads(inject.delegate_conf(conf, _settings()))
+    sent = json.loads(inject.delegate_conf(conf, make_settings()))
     assert sent == {
         "type": "multus",
         "name": "net1",
@@ -52,9 +35,9 @@ def test_runtime_config_is_filtered_by_the_delegates_capabilities():
         "delegate": {"type": "multus"},
         "runtimeConfig": {"portMappings": [1], "bandwidth": {}, "ips": ["10.0.0.2"]},
     }
-    sent = json.loads(inject.delegate_conf(conf, _settings(["portMappings", "ips"])))
+    sent = json.loads(inject.delegate_conf(conf, make_settings(caps=("portMappings", "ips"))))
     assert sent["runtimeConfig"] == {"portMappings": [1], "ips": ["10.0.0.2"]}
-    assert "runtimeConfig" not in json.loads(inject.delegate_conf(conf, _settings()))
+    assert "runtimeConfig" not in json.loads(inject.delegate_conf(conf, make_settings()))
 
 
 def test_prev_result_and_valid_attachments_pass_through():
@@ -63,13 +46,13 @@ def test_prev_result_and_valid_attachments_pass_through():
         "prevResult": {"ips": [{"address": "10.1.0.2/24"}]},
         "cni.dev/valid-attachments": [{"containerID": "a", "ifname": "eth0"}],
     }
-    sent = json.loads(inject.delegate_conf(conf, _settings()))
+    sent = json.loads(inject.delegate_conf(conf, make_settings()))
     assert sent["prevResult"] == conf["prevResult"]
     assert sent["cni.dev/valid-attachments"] == conf["cni.dev/valid-attachments"]
-    assert "prevResult" not in json.loads(inject.delegate_conf(conf, _settings(), False))
+    assert "prevResult" not in json.loads(inject.delegate_conf(conf, make_settings(), False))
 
 
 def test_the_runtimes_config_object_is_not_modified():
     delegate = {"type": "multus"}
-    inject.delegate_conf({"delegate": delegate}, _settings())
+    inject.delegate_conf({"delegate": delegate}, make_settings())
     assert delegate == {"type": "multus"}
