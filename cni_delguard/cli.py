@@ -51,22 +51,18 @@ def plugin_main(environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO) -
             version = _version_of(data) or version
             out = _dispatch(inv, data, environ)
     except errors.CniError as exc:
-        stdout.write(exc.to_json(version))
-        stdout.flush()
-        return exc.exit_code()
+        err = exc
     except OSError as exc:  # a file or process operation no narrower handler expected
         err = errors.CniError(errors.IO_FAILURE, "I/O failure in cni-delguard", str(exc)[:500])
-        stdout.write(err.to_json(version))
-        stdout.flush()
-        return 1
     except Exception as exc:  # noqa: BLE001 - the runtime must get CNI JSON, never a traceback
         err = errors.CniError(errors.INTERNAL, "internal error in cni-delguard", repr(exc)[:500])
-        stdout.write(err.to_json(version))
+    else:
+        stdout.write(out)
         stdout.flush()
-        return 1
-    stdout.write(out)
+        return 0
+    stdout.write(err.to_json(version))
     stdout.flush()
-    return 0
+    return err.exit_code()
 
 
 def _read(stdin: BinaryIO, command: str) -> bytes:

@@ -90,7 +90,7 @@ def _abs_or(value: object, default: str) -> str:
 
 def _abs_list_or(value: object, default: tuple[str, ...]) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(_abs_or(v, "") for v in value if _abs_or(v, ""))
+        return tuple(path for v in value if (path := _abs_or(v, "")))
     return default
 
 

@@ -26,7 +26,7 @@ def run(ctx: Context, data: bytes) -> bytes:
     ctx.log = Logger(peek.log_file, peek.log_level)
     ev = evidence.gather(peek, ctx.inv.container_id, ctx.inv.ifname, peek.prev_result)
     first, reason = decide.decide_del(ev)
-    if first == decide.SKIP and not ev.lock:
+    if not ev.needs_lock():
         ctx.record("info", peek.network, **decision_fields(ev, first, reason))
         return b""
     try:

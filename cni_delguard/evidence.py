@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 import os
 
-from cni_delguard import store
+from cni_delguard import fsutil, store
 from cni_delguard.decide import Evidence
 
 TYPE_CHECKING = False
@@ -49,13 +49,11 @@ def gather(src: Peek | Settings, container_id: str, ifname: str, prev_result: bo
     return ev
 
 
-def _read(path: str) -> bytes | None:
-    """The marker's bytes (never through a symlink); CORRUPT-worthy None if unreadable."""
+def _read(path: str) -> bytes:
+    """The bytes of a marker lstat found (never through a symlink); empty, which parses as
+    CORRUPT, when it cannot be read as a regular file after all."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        data = fsutil.read_at(None, path)
     except OSError:
         return b""
-    try:
-        return os.read(fd, 64 * 1024)
-    finally:
-        os.close(fd)
+    return b"" if data is None else data

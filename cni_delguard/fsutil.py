@@ -98,8 +98,9 @@ def open_subdir(parent_fd: int, name: str, path: str, create: bool = True) -> in
     return _open_checked(name, path, parent_fd)
 
 
-def read_at(dir_fd: int, name: str, limit: int = MAX_SMALL) -> bytes | None:
-    """A small regular file's bytes, or None when it is missing (or not a regular file)."""
+def read_at(dir_fd: int | None, name: str, limit: int = MAX_SMALL) -> bytes | None:
+    """A small regular file's bytes, or None when it is missing (or not a regular file).
+    With dir_fd None, `name` is a path."""
     try:
         fd = os.open(
             name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd
