@@ -90,9 +90,6 @@ class MarkerStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def read(self, key: str) -> str | None:
-        return parse_marker(fsutil.read_at(self.fd, key + MARKER_SUFFIX))
-
     def write(
         self,
         key: str,
@@ -147,13 +144,3 @@ class MarkerStore:
         for name in os.listdir(self.fd):
             if name.startswith(prefix) and name.endswith(".tmp"):
                 fsutil.unlink_at(self.fd, name)
-
-    def entries(self) -> list[tuple[str, dict[str, object]]]:
-        """(key, marker body) of every marker; unreadable ones come with an empty body."""
-        names = sorted(os.listdir(self.fd))
-        keys = [
-            n[: -len(MARKER_SUFFIX)]
-            for n in names
-            if not n.startswith(".") and n.endswith(MARKER_SUFFIX)
-        ]
-        return [(key, self.body(key)) for key in keys]
