@@ -2,7 +2,7 @@
 
 `main` takes argv, the environment and the three streams, so tests drive it with a dict and byte
 buffers. With CNI_COMMAND set it is a CNI plugin (argv is ignored, as runtimes pass none); without
-it, it is a tool for people: `stats`, `install`, `uninstall`, `--version`.
+it, it is a tool for people, on argparse subcommands (`cni-delguard --help`).
 """
 
 from __future__ import annotations
@@ -10,46 +10,52 @@ from __future__ import annotations
 import os
 import sys
 
-from cni_delguard import CURRENT_VERSION, __version__, errors
+from cni_delguard import CURRENT_VERSION, __version__
+from cni_delguard.cni import errors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Mapping
     from typing import BinaryIO, TextIO
 
-    from cni_delguard.skel import Invocation
-
-USAGE = """\
-cni-delguard {version}: a CNI meta-plugin; the runtime runs it with CNI_COMMAND set.
-
-usage: cni-delguard stats [--log-file FILE] [--last N]
-       cni-delguard install|uninstall [options]   (see: cni-delguard install --help)
-       cni-delguard --version
-"""
+DESCRIPTION = """\
+A CNI meta-plugin that lets DEL succeed when ADD never happened. The container runtime runs it
+with CNI_COMMAND set (the plugin); without CNI_COMMAND it is the operator's tool below."""
 
 
 def main(
     argv: list[str], environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO
 ) -> int:
-    if "CNI_COMMAND" in environ or not argv:
+    if "CNI_COMMAND" in environ:
         return plugin_main(environ, stdin, stdout)
-    return tool_main(argv, stdout, stderr)
+    import io
+
+    out = io.TextIOWrapper(stdout, encoding="utf-8", errors="replace", write_through=True)
+    try:
+        return tool_main(argv, out, stderr)
+    finally:
+        out.flush()
+        out.detach()
 
 
 def plugin_main(environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO) -> int:
     version = CURRENT_VERSION
     try:
-        from cni_delguard import skel
+        from cni_delguard.cni import skel
 
         inv = skel.parse_env(environ)
         if inv.command == "VERSION":
-            from cni_delguard.plugin import cmd_version
+            from cni_delguard.commands import version as cmd_version
 
-            out = cmd_version()
+            out = cmd_version.run()
         else:
             data = _read(stdin, inv.command)
             version = _version_of(data) or version
-            out = _dispatch(inv, data, environ)
+            from cni_delguard.commands import dispatch
+            from cni_delguard.commands.context import Context
+
+            out = dispatch(Context(inv, environ), data)
     except errors.CniError as exc:
         err = exc
     except OSError as exc:  # a file or process operation no narrower handler expected
@@ -68,7 +74,7 @@ def plugin_main(environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO) -
 def _read(stdin: BinaryIO, command: str) -> bytes:
     """Bounded stdin. An oversized config is garbage like any other: for DEL it only means
     there is no config to read (evidence decides), so DEL gets empty bytes instead of an error."""
-    from cni_delguard import skel
+    from cni_delguard.cni import skel
 
     try:
         return skel.read_stdin(stdin)
@@ -76,18 +82,6 @@ def _read(stdin: BinaryIO, command: str) -> bytes:
         if command != "DEL":
             raise
         return b""
-
-
-def _dispatch(inv: Invocation, data: bytes, environ: Mapping[str, str]) -> bytes:
-    from cni_delguard import plugin
-
-    ctx = plugin.Context(inv, environ)
-    command = inv.command
-    if command == "DEL":
-        return plugin.cmd_del(ctx, data)
-    if command == "ADD":
-        return plugin.cmd_add(ctx, data)
-    return plugin.cmd_forward(ctx, data)
 
 
 def _version_of(data: bytes) -> str | None:
@@ -105,21 +99,48 @@ def _version_of(data: bytes) -> str | None:
     return None
 
 
-def tool_main(argv: list[str], stdout: BinaryIO, stderr: TextIO) -> int:
-    name = argv[0]
-    if name in ("--version", "version"):
-        stdout.write(f"cni-delguard {__version__}\n".encode())
-        return 0
-    if name == "stats":
-        from cni_delguard import stats
+def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
+    """Every subcommand registers itself from its own module (the tools' floors)."""
+    from cni_delguard.node import cli as node_cli
+    from cni_delguard.ops import stats
+    from cni_delguard.tooling import Parser
 
-        return stats.main(argv[1:], stdout, stderr)
-    if name in ("install", "uninstall"):
-        from cni_delguard.installer.cli import main as installer_main
+    parser = Parser(prog="cni-delguard", description=DESCRIPTION, out=out, err=err)
+    parser.add_argument("--version", action="version", version=f"cni-delguard {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    stats.register(sub)
+    node_cli.register(sub)
+    version = sub.add_parser("version", help="print the version and exit")
+    version.set_defaults(run=lambda _args, o, _e: _print_version(o))
+    return parser
 
-        return installer_main(argv)
-    stderr.write(USAGE.format(version=__version__))
-    return 0 if name in ("-h", "--help", "help") else 2
+
+def _print_version(out: TextIO) -> int:
+    out.write(f"cni-delguard {__version__}\n")
+    return 0
+
+
+def tool_main(argv: list[str], out: TextIO, err: TextIO) -> int:
+    """The operator's commands. Help goes to stdout (exit 0); a usage error is one line on
+    stderr after the usage (exit 2); each command returns its own exit code."""
+    from cni_delguard.tooling import UsageError
+
+    parser = build_parser(out, err)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        parser.print_usage(err)
+        err.write(f"cni-delguard: error: {exc}\n")
+        return 2
+    except SystemExit as exc:  # --help, --version
+        return exc.code if isinstance(exc.code, int) else 0
+    if getattr(args, "run", None) is None:
+        # Run with neither CNI_COMMAND nor a subcommand: a person at a terminal, not a runtime.
+        parser.print_usage(err)
+        err.write("cni-delguard: error: a COMMAND is needed (a runtime sets CNI_COMMAND)\n")
+        return 2
+    code: int = args.run(args, out, err)
+    return code
 
 
 def run() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cni_delguard.installer.cli import main
+from cni_delguard.node.cli import main
 
 FAKE_EXE = """#!/bin/sh
 d=$(dirname "$(readlink -f "$0")")

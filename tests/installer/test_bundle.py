@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from cni_delguard.installer import bundle
+from cni_delguard.node import bundle
 
 from .conftest import make_bundle
 

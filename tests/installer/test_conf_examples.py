@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cni_delguard.config import validate_plugin_conf
-from cni_delguard.installer.patch import guard_plugins
+from cni_delguard.guard.config import validate_plugin_conf
+from cni_delguard.node.patch import guard_plugins
 
 from .conftest import run
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from cni_delguard.installer import confdir
+from cni_delguard.node import confdir
 
 
 def test_pick_is_the_lexically_first_conf_like_libcni(tmp_path):

@@ -8,7 +8,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from cni_delguard.installer.cli import build_parser
+from cni_delguard.node.cli import build_parser
 
 INSTALLER = Path(__file__).resolve().parents[2] / "installer"
 MANIFESTS = sorted(INSTALLER.glob("*.yaml"))

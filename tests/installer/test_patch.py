@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cni_delguard.installer.patch import GUARD, PatchError, guard_plugins, unwrap, wrap
+from cni_delguard.node.patch import GUARD, PatchError, guard_plugins, unwrap, wrap
 
 MULTUS: dict[str, Any] = {
     "cniVersion": "0.3.1",

@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from cni_delguard.installer import actions, watch
+from cni_delguard.node import actions, watch
 
 from .conftest import MULTUS_CONF
 
@@ -115,7 +115,7 @@ def test_watch_unchanged_conf_is_not_rewritten(node):
 
 def test_watch_command_stops_cleanly_on_sigterm(node, bundles):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
-    code = "import sys; from cni_delguard.installer.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from cni_delguard.node.cli import main; sys.exit(main(sys.argv[1:]))"
     args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--watch-interval", "0.05")
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "install", *args], stderr=subprocess.PIPE, text=True

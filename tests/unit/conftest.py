@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cni_delguard import cli, config
+from cni_delguard import cli
+from cni_delguard.guard import config
 from tests.support.fakes import install_fake
 
 
@@ -106,7 +107,7 @@ def make_settings(state_dir: str = "/s", caps: tuple[str, ...] = ()) -> config.S
 @pytest.fixture(autouse=True)
 def default_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point the guard's defaults (used when a config cannot be read) into tmp_path."""
-    from cni_delguard import defaults
+    from cni_delguard.guard import defaults
 
     root = tmp_path / "defaults"
     monkeypatch.setattr(defaults, "STATE_DIR", str(root / "state"))

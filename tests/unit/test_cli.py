@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from cni_delguard import cli, errors
+from cni_delguard import cli
+from cni_delguard.cni import errors
 
 
 def test_version_reads_no_stdin(node):
@@ -225,12 +226,12 @@ def test_runtime_config_reaches_the_delegate_only_for_its_capabilities(node):
 
 
 def test_unexpected_exceptions_become_internal_cni_errors(node, monkeypatch):
-    from cni_delguard import plugin
+    from cni_delguard.commands import add
 
     def boom(*a):
         raise RuntimeError("surprise")
 
-    monkeypatch.setattr(plugin, "cmd_add", boom)
+    monkeypatch.setattr(add, "run", boom)
     code, out = node.run("ADD", node.conf())
     assert code == 1 and out["code"] == errors.INTERNAL and "surprise" in out["details"]
 
@@ -247,7 +248,7 @@ def test_a_leftover_lock_file_alone_is_cleaned_and_del_succeeds(node):
 
 
 def test_a_held_lock_makes_del_try_again_later_even_without_a_marker(node):
-    from cni_delguard.locking import AttachmentLock
+    from cni_delguard.state.locking import AttachmentLock
 
     net = node.state / "networks/net1"
     net.mkdir(parents=True, mode=0o700)
@@ -285,3 +286,50 @@ def test_a_reported_del_failure_puts_the_completed_marker_back(node):
     code, _ = node.run("DEL", node.conf(delegate={"failDel": 42}))
     assert code == 1
     assert json.loads(marker.read_text()) == before
+
+
+def _tool(*argv: str) -> tuple[int, str, str]:
+    out, err = io.BytesIO(), io.StringIO()
+    code = cli.main(list(argv), {}, io.BytesIO(), out, err)
+    return code, out.getvalue().decode(), err.getvalue()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["--help"], id="top"),
+        pytest.param(["stats", "--help"], id="stats"),
+        pytest.param(["install", "--help"], id="install"),
+        pytest.param(["uninstall", "-h"], id="uninstall"),
+    ],
+)
+def test_help_goes_to_stdout_and_exits_0(argv):
+    code, out, err = _tool(*argv)
+    assert (code, err) == (0, "")
+    assert out.startswith("usage: cni-delguard")
+
+
+def test_every_command_is_in_the_top_level_help():
+    _, out, _ = _tool("--help")
+    for name in ("stats", "install", "uninstall", "version"):
+        assert name in out
+
+
+def test_no_cni_command_and_no_arguments_is_usage_not_cni_json():
+    code, out, err = _tool()
+    assert (code, out) == (2, "")
+    assert err.startswith("usage: cni-delguard") and "CNI_COMMAND" in err
+
+
+@pytest.mark.parametrize("argv", [["bogus"], ["stats", "--no-such-option"]])
+def test_a_usage_error_is_exit_2_with_the_usage_on_stderr(argv):
+    code, out, err = _tool(*argv)
+    assert (code, out) == (2, "")
+    assert "usage: cni-delguard" in err and "error:" in err
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["version"]])
+def test_version_is_printed_on_stdout(argv):
+    from cni_delguard import __version__
+
+    assert _tool(*argv) == (0, f"cni-delguard {__version__}\n", "")

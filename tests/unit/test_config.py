@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from cni_delguard import config, defaults, errors, models
+from cni_delguard.cni import errors
+from cni_delguard.guard import config, defaults, models
 
 
 def _conf(tmp_path, **extra):

@@ -6,9 +6,9 @@ import itertools
 
 import pytest
 
-from cni_delguard import decide
-from cni_delguard.decide import Evidence, decide_del
-from cni_delguard.store import ATTEMPTED, COMPLETED, CORRUPT, DELETING
+from cni_delguard.guard import decide
+from cni_delguard.guard.decide import Evidence, decide_del
+from cni_delguard.state.marker import ATTEMPTED, COMPLETED, CORRUPT, DELETING
 
 MARKERS = (None, ATTEMPTED, COMPLETED, DELETING, CORRUPT)
 FLAGS = (False, True)

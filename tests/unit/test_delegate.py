@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from cni_delguard import delegate, errors
+from cni_delguard.cni import errors
+from cni_delguard.invoke import delegate
 
 
 def _plugin(bin_dir, name, body):
@@ -143,7 +144,7 @@ def test_the_delegate_and_its_children_die_with_the_guard(tmp_path, depth):
             "-c",
             (
                 f"import sys; sys.path.insert(0, {repo!r})\n"
-                "from cni_delguard import delegate\n"
+                "from cni_delguard.invoke import delegate\n"
                 f"delegate.run({str(path)!r}, 'ADD', b'{{}}', {{}}, 60)"
             ),
         ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from cni_delguard import errors
+from cni_delguard.cni import errors
 
 
 def test_cni_error_json_has_the_spec_keys():

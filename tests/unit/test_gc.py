@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from cni_delguard import errors, gc, store
-from cni_delguard.locking import AttachmentLock
+from cni_delguard.cni import errors
+from cni_delguard.guard import prune as gc
+from cni_delguard.state import marker, store
+from cni_delguard.state.locking import AttachmentLock
 from tests.unit.conftest import make_settings
 
 
 def _populate(state_dir, keys):
     with store.MarkerStore(str(state_dir), "net1", create=True) as markers:
         for cid in keys:
-            markers.write(f"{cid}:eth0", store.COMPLETED, cid, "eth0")
+            markers.write(f"{cid}:eth0", marker.COMPLETED, cid, "eth0")
     net = state_dir / "networks/net1"
     (net / "lockonly:eth0.lock").write_text("")
     (net / ".tmponly:eth0.json.77.tmp").write_text("")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from cni_delguard import inject
+from cni_delguard.guard import inject
 from tests.unit.conftest import make_settings
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cni_delguard import jsonlite
+from cni_delguard.cni import jsonlite
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
@@ -73,7 +73,7 @@ def test_syntax_errors_are_value_errors_before_json_is_imported(data):
     code = (
         "import sys\n"
         f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
-        "from cni_delguard import jsonlite\n"
+        "from cni_delguard.cni import jsonlite\n"
         "assert 'json.decoder' not in sys.modules\n"
         "try:\n"
         f"    jsonlite.loads({data!r})\n"

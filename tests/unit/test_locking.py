@@ -10,13 +10,13 @@ import time
 
 import pytest
 
-from cni_delguard import errors
-from cni_delguard.locking import AttachmentLock
+from cni_delguard.cni import errors
+from cni_delguard.state.locking import AttachmentLock
 
 HOLD = """
 import sys, time
 sys.path.insert(0, {repo!r})
-from cni_delguard.locking import AttachmentLock
+from cni_delguard.state.locking import AttachmentLock
 lock = AttachmentLock({path!r}, 5)
 print("held", flush=True)
 sys.stdin.readline()
@@ -102,7 +102,7 @@ def test_filelock_is_imported_only_to_wait(tmp_path):
     path = tmp_path / "a.lock"
     code = (
         f"import sys; sys.path.insert(0, {repo!r})\n"
-        "from cni_delguard.locking import AttachmentLock\n"
+        "from cni_delguard.state.locking import AttachmentLock\n"
         f"AttachmentLock({str(path)!r}, 1).release()\n"
         "print('filelock' in sys.modules)\n"
     )

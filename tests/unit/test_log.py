@@ -6,7 +6,7 @@ import json
 import os
 import stat
 
-from cni_delguard import log
+from cni_delguard.guard import log
 
 
 def test_lines_are_json_with_the_fields(tmp_path):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from cni_delguard import reap
+from cni_delguard.invoke import reap
 
 SPAWN = """
 import os, subprocess, sys, time

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from cni_delguard import errors, skel
+from cni_delguard.cni import errors, skel
 
 FULL = {
     "CNI_COMMAND": "ADD",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import json
 
-from cni_delguard import stats
+from cni_delguard import cli
+from cni_delguard.ops import stats
 
 
 def _write(path, records):
@@ -52,15 +53,18 @@ def test_main_prints_text_and_json(tmp_path):
             }
         ],
     )
-    out = io.BytesIO()
-    assert stats.main(["--log-file", str(log)], out, io.StringIO()) == 0
-    assert "DEL skip" in out.getvalue().decode()
-    out = io.BytesIO()
-    assert stats.main(["--log-file", str(log), "--json"], out, io.StringIO()) == 0
-    assert json.loads(out.getvalue())["decisions"] == {"DEL skip": 1}
+    code, out, _ = _stats("--log-file", str(log))
+    assert code == 0 and "DEL skip" in out
+    code, out, _ = _stats("--log-file", str(log), "--json")
+    assert code == 0 and json.loads(out)["decisions"] == {"DEL skip": 1}
 
 
 def test_a_missing_log_is_an_error(tmp_path):
-    err = io.StringIO()
-    assert stats.main(["--log-file", str(tmp_path / "none")], io.BytesIO(), err) == 1
-    assert "no log" in err.getvalue()
+    code, _, err = _stats("--log-file", str(tmp_path / "none"))
+    assert code == 1 and "no log" in err
+
+
+def _stats(*argv: str) -> tuple[int, str, str]:
+    out, err = io.BytesIO(), io.StringIO()
+    code = cli.main(["stats", *argv], {}, io.BytesIO(), out, err)
+    return code, out.getvalue().decode(), err.getvalue()

@@ -8,7 +8,8 @@ import stat
 
 import pytest
 
-from cni_delguard import errors, fsutil, store
+from cni_delguard.cni import errors
+from cni_delguard.state import fsutil, marker, store
 
 
 def test_keys_are_readable_and_long_ones_are_hashed():
@@ -22,10 +23,10 @@ def test_keys_are_readable_and_long_ones_are_hashed():
 
 def test_write_read_remove_with_owner_only_modes(tmp_path):
     with store.MarkerStore(str(tmp_path / "s"), "net", create=True) as markers:
-        markers.write("c:eth0", store.ATTEMPTED, "c", "eth0")
-        assert markers.body("c:eth0")["state"] == store.ATTEMPTED
-        markers.write("c:eth0", store.COMPLETED, "c", "eth0")
-        assert markers.body("c:eth0")["state"] == store.COMPLETED
+        markers.write("c:eth0", marker.ATTEMPTED, "c", "eth0")
+        assert markers.body("c:eth0")["state"] == marker.ATTEMPTED
+        markers.write("c:eth0", marker.COMPLETED, "c", "eth0")
+        assert markers.body("c:eth0")["state"] == marker.COMPLETED
         path = tmp_path / "s/networks/net/c:eth0.json"
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         for d in ("s", "s/networks", "s/networks/net"):
@@ -51,11 +52,11 @@ def test_remove_also_clears_temp_files_a_killed_writer_left(tmp_path):
 @pytest.mark.parametrize(
     ("content", "state"),
     [
-        (b"", store.CORRUPT),
-        (b"{", store.CORRUPT),
-        (b"[]", store.CORRUPT),
-        (b'{"state": "weird"}', store.CORRUPT),
-        (b'{"state": "attempted"}', store.ATTEMPTED),
+        (b"", marker.CORRUPT),
+        (b"{", marker.CORRUPT),
+        (b"[]", marker.CORRUPT),
+        (b'{"state": "weird"}', marker.CORRUPT),
+        (b'{"state": "attempted"}', marker.ATTEMPTED),
         (None, None),
     ],
     ids=["empty", "torn", "not-object", "unknown-state", "attempted", "missing"],
@@ -70,7 +71,7 @@ def test_a_symlinked_marker_is_not_followed(tmp_path):
     with store.MarkerStore(str(tmp_path / "s"), "net", create=True) as markers:
         os.symlink(secret, tmp_path / "s/networks/net/c:eth0.json")
         assert markers.body("c:eth0") == {}
-        markers.write("c:eth0", store.ATTEMPTED, "c", "eth0")  # replaces the link itself
+        markers.write("c:eth0", marker.ATTEMPTED, "c", "eth0")  # replaces the link itself
     assert secret.read_text() == '{"state": "completed"}'
     assert not os.path.islink(tmp_path / "s/networks/net/c:eth0.json")
 

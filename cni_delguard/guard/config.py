@@ -1,0 +1,176 @@
+"""Reading the guard's config: a lenient peek for DEL, full validation for everything else.
+
+DEL must decide before it trusts anything: a config that cannot be parsed must not block the
+removal of a sandbox that never had a network. `peek` reads only the keys that locate evidence and
+falls back to the defaults for anything malformed.
+
+Full validation goes through models.py (pydantic, the one schema). Its verdict, the normalized
+settings, is stored in `<stateDir>/verdicts/<digest>.json` keyed by a digest of the config (minus
+the keys the runtime changes on every call) and the guard's version, so later execs read a small
+JSON file instead of importing pydantic.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cni_delguard import SUPPORTED_VERSIONS, __version__
+from cni_delguard.cni import errors, jsonlite
+from cni_delguard.cni.skel import valid_network
+from cni_delguard.guard import defaults
+from cni_delguard.state import fsutil
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+# Keys the runtime fills per call; they do not change what the config means to the guard.
+_VOLATILE = ("runtimeConfig", "prevResult", "cni.dev/valid-attachments", "args")
+VERDICT_DIR = "verdicts"
+_KEEP_VERDICTS = 32
+
+
+def parse_json(data: bytes) -> dict[str, Any]:
+    """stdin -> a JSON object, or CniError code 6."""
+    try:
+        conf = jsonlite.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise errors.CniError(
+            errors.DECODING_FAILURE, "cannot decode network configuration", str(exc)[:200]
+        ) from None
+    if not isinstance(conf, dict):
+        raise errors.CniError(errors.DECODING_FAILURE, "network configuration is not an object")
+    return conf
+
+
+def check_version(conf: dict[str, Any]) -> str:
+    """The config's cniVersion, if this plugin speaks it (code 1 otherwise)."""
+    version = conf.get("cniVersion")
+    if not isinstance(version, str) or version not in SUPPORTED_VERSIONS:
+        raise errors.CniError(
+            errors.INCOMPATIBLE_VERSION,
+            f"incompatible CNI versions; config is {version!r}, "
+            f"plugin supports {list(SUPPORTED_VERSIONS)}",
+        )
+    return version
+
+
+class Peek:
+    """What DEL needs to look for evidence, read without trusting the config."""
+
+    __slots__ = (
+        "log_file",
+        "log_level",
+        "multus_cache_dirs",
+        "network",
+        "prev_result",
+        "result_cache_dirs",
+        "state_dir",
+    )
+
+    def __init__(self, conf: dict[str, Any]) -> None:
+        name = conf.get("name")
+        self.network = name if isinstance(name, str) and valid_network(name) else ""
+        self.state_dir = _abs_or(conf.get("stateDir"), defaults.STATE_DIR)
+        self.result_cache_dirs = _abs_list_or(
+            conf.get("resultCacheDirs"), defaults.RESULT_CACHE_DIRS
+        )
+        self.multus_cache_dirs = _abs_list_or(
+            conf.get("multusCacheDirs"), defaults.MULTUS_CACHE_DIRS
+        )
+        log_file = conf.get("logFile")
+        self.log_file = log_file if log_file == "" else _abs_or(log_file, defaults.LOG_FILE)
+        level = conf.get("logLevel")
+        self.log_level = level if isinstance(level, str) else defaults.LOG_LEVEL
+        self.prev_result = isinstance(conf.get("prevResult"), dict)
+
+
+def _abs_or(value: object, default: str) -> str:
+    if isinstance(value, str) and value.startswith("/") and "\0" not in value:
+        return os.path.normpath(value)
+    return default
+
+
+def _abs_list_or(value: object, default: tuple[str, ...]) -> tuple[str, ...]:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(path for v in value if (path := _abs_or(v, "")))
+    return default
+
+
+class Settings:
+    """The validated, normalized guard settings (built from models.validate or a verdict)."""
+
+    __slots__ = (
+        "cni_version",
+        "delegate_capabilities",
+        "delegate_type",
+        "lock_timeout",
+        "log_file",
+        "log_level",
+        "multus_cache_dirs",
+        "network",
+        "result_cache_dirs",
+        "state_dir",
+        "timeouts",
+    )
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self.network: str = d["network"]
+        self.cni_version: str = d["cniVersion"]
+        self.state_dir: str = d["stateDir"]
+        self.result_cache_dirs: tuple[str, ...] = tuple(d["resultCacheDirs"])
+        self.multus_cache_dirs: tuple[str, ...] = tuple(d["multusCacheDirs"])
+        self.timeouts: dict[str, float] = dict(d["timeouts"])
+        self.lock_timeout: float = d["lockTimeout"]
+        self.log_file: str = d["logFile"]
+        self.log_level: str = d["logLevel"]
+        self.delegate_type: str = d["delegateType"]
+        self.delegate_capabilities: tuple[str, ...] = tuple(d["delegateCapabilities"])
+
+
+def digest(conf: dict[str, Any]) -> str:
+    stable = {k: v for k, v in conf.items() if k not in _VOLATILE}
+    text = jsonlite.dumps([__version__, stable], sort_keys=True, compact=True)
+    return fsutil.sha256_hex(text.encode("utf-8", "surrogatepass"))
+
+
+def load(conf: dict[str, Any]) -> Settings:
+    """Validate `conf` (a whole guard config with name and cniVersion), using a stored verdict."""
+    check_version(conf)
+    _check_volatile(conf)
+    state_dir = _abs_or(conf.get("stateDir"), defaults.STATE_DIR)
+    key = digest(conf)
+    verdict_dir = os.path.join(state_dir, VERDICT_DIR)
+    stored = fsutil.read_small(verdict_dir, key + ".json")
+    if stored is not None:
+        try:
+            return Settings(jsonlite.loads(stored))
+        except (ValueError, KeyError, TypeError):
+            pass  # a verdict from an older layout: validate again and overwrite it
+    from cni_delguard.guard import models
+
+    normalized = models.validate(conf)
+    fsutil.write_best_effort(verdict_dir, key + ".json", jsonlite.dumps(normalized).encode())
+    fsutil.prune_oldest(verdict_dir, keep=_KEEP_VERDICTS)
+    return Settings(normalized)
+
+
+def _check_volatile(conf: dict[str, Any]) -> None:
+    """The per-call keys are not part of the cached verdict, so they are checked every time."""
+    if not isinstance(conf.get("runtimeConfig", {}), dict):
+        raise errors.CniError(errors.INVALID_CONFIG, "runtimeConfig must be an object")
+    prev = conf.get("prevResult")
+    if prev is not None and not isinstance(prev, dict):
+        raise errors.CniError(errors.INVALID_CONFIG, "prevResult must be an object")
+    delegate = conf.get("delegate")
+    if not isinstance(delegate, dict):
+        raise errors.CniError(errors.INVALID_CONFIG, "delegate must be an object with a type")
+
+
+def validate_plugin_conf(conf: dict[str, Any], network: str, cni_version: str) -> Settings:
+    """Validate a guard plugin config as it stands in a conflist (for the installer and tests)."""
+    full = dict(conf, name=network, cniVersion=cni_version)
+    check_version(full)
+    from cni_delguard.guard import models
+
+    return Settings(models.validate(full))

@@ -1,0 +1,74 @@
+"""What to do with a DEL, decided from evidence alone (pure: no I/O, table-tested exhaustively).
+
+The deadlock this plugin breaks: a sandbox whose ADD never completed cannot be removed, because its
+DEL reaches a delegate (multus, then kube-ovn, ...) that has no state for it and fails. The spec
+says DEL must succeed when what it would remove is already gone; when there is no sign that an ADD
+ever happened for this attachment, there is nothing to remove, so the guard answers at once.
+"""
+
+from __future__ import annotations
+
+from cni_delguard.state.marker import ATTEMPTED, COMPLETED, CORRUPT, DELETING
+
+SKIP = "skip"
+FORWARD_LENIENT = "forward-lenient"
+FORWARD_STRICT = "forward-strict"
+
+
+class Evidence:
+    """Signs that an ADD happened for one attachment (see evidence.gather)."""
+
+    __slots__ = ("lock", "marker", "multus_cache", "prev_result", "result_cache")
+
+    def __init__(
+        self,
+        marker: str | None = None,
+        result_cache: bool = False,
+        multus_cache: bool = False,
+        prev_result: bool = False,
+        lock: bool = False,
+    ) -> None:
+        self.marker = marker  # None, ATTEMPTED, COMPLETED, DELETING or CORRUPT
+        self.result_cache = result_cache
+        self.multus_cache = multus_cache
+        self.prev_result = prev_result
+        self.lock = lock  # a lock file: an operation is running, or one was killed
+
+    def names(self) -> list[str]:
+        found = []
+        if self.marker is not None:
+            found.append(f"marker:{self.marker}")
+        if self.result_cache:
+            found.append("libcni-cache")
+        if self.multus_cache:
+            found.append("multus-cache")
+        if self.prev_result:
+            found.append("prevResult")
+        if self.lock:
+            found.append("lock")
+        return found
+
+    def needs_lock(self) -> bool:
+        """Anything at all on disk or in stdin: decide again under the attachment's lock."""
+        return bool(self.names())
+
+
+def decide_del(ev: Evidence) -> tuple[str, str]:
+    """(decision, reason) for a DEL. The lock file alone is not evidence of an ADD."""
+    if ev.marker == DELETING:
+        # Our own record beats the caches: an earlier DEL reached the delegate and the guard died
+        # before it could finish. The delegate may have deleted everything already, and one that
+        # fails without state (kube-ovn through multus) would otherwise fail this DEL forever.
+        return FORWARD_LENIENT, "an earlier DEL was interrupted: forward DEL, failures are ignored"
+    if ev.prev_result or ev.result_cache or ev.marker == COMPLETED:
+        # libcni writes its cache and passes prevResult only after the whole ADD succeeded:
+        # there may be real state to delete, so a delegate failure must reach the runtime.
+        return FORWARD_STRICT, "ADD completed: forward DEL, delegate errors are returned"
+    if ev.marker in (ATTEMPTED, CORRUPT):
+        # ADD started through us and never completed: the delegate may hold partial state (so
+        # it gets the DEL), but it may also have none and fail; that must not block removal.
+        return FORWARD_LENIENT, "ADD attempted, never completed: forward DEL, failures are ignored"
+    if ev.multus_cache:
+        # multus saw an ADD we did not (e.g. before the guard was installed): keep its semantics.
+        return FORWARD_STRICT, "multus cache, no marker: forward DEL, delegate errors are returned"
+    return SKIP, "no evidence of ADD: nothing to delete, delegate not called"

@@ -1,0 +1,109 @@
+"""Which conf file the runtime loads, and reading it strictly.
+
+libcni (containerd, CRI-O) loads the files of the conf dir whose extension is `.conf`, `.conflist`
+or `.json`, sorted by name, and uses the first one; a `.conflist` is a plugin list, the others a
+single plugin. Reading is strict on purpose: a duplicate key or a NaN would not survive a rewrite
+unchanged, so such a file is refused rather than patched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from cni_delguard.node import fsops
+
+EXTENSIONS = (".conf", ".conflist", ".json")
+LIST_EXTENSION = ".conflist"
+MULTUS_CONF = "00-multus.conf"  # the file multus (thin and thick) writes for itself
+MULTUS_TYPES = ("multus", "multus-shim")
+
+
+class ConfError(Exception):
+    """The conf dir or a conf file cannot be used as it is."""
+
+
+def conf_files(conf_dir: str) -> list[str]:
+    """The conf dir's candidate files in the order libcni sorts them (names only)."""
+    try:
+        names = os.listdir(conf_dir)
+    except FileNotFoundError:
+        raise ConfError(f"conf dir {conf_dir} does not exist") from None
+    return sorted(
+        n
+        for n in names
+        if os.path.splitext(n)[1] in EXTENSIONS and not os.path.isdir(os.path.join(conf_dir, n))
+    )
+
+
+def pick(conf_dir: str, name: str | None) -> str:
+    """The path of the conf to patch: `name` if given, else the one the runtime would use."""
+    if name is not None:
+        if not name or "/" in name or name in (".", ".."):
+            raise ConfError(f"--conf-file must be a file name in the conf dir, not {name!r}")
+        if os.path.splitext(name)[1] not in EXTENSIONS:
+            raise ConfError(f"{name}: the runtime loads only {', '.join(EXTENSIONS)} files")
+        path = os.path.join(conf_dir, name)
+        if not os.path.lexists(path):
+            raise ConfError(f"{path} does not exist")
+        return path
+    files = conf_files(conf_dir)
+    if not files:
+        raise ConfError(f"no {'/'.join(EXTENSIONS)} file in {conf_dir}")
+    return os.path.join(conf_dir, files[0])
+
+
+def multus_master(conf_dir: str) -> str | None:
+    """The file multus auto-detection reads as its master network: the first conf that is not
+    its own 00-multus.conf (None when there is no 00-multus.conf)."""
+    files = conf_files(conf_dir)
+    if MULTUS_CONF not in files:
+        return None
+    return next((n for n in files if n != MULTUS_CONF), None)
+
+
+def is_list(path: str) -> bool:
+    return path.endswith(LIST_EXTENSION)
+
+
+def read(path: str) -> fsops.FileInfo:
+    try:
+        return fsops.read_regular(path)
+    except fsops.UnsafeFileError as exc:
+        raise ConfError(f"{path}: {exc.strerror}; refusing to patch it") from None
+    except FileNotFoundError:
+        raise ConfError(f"{path} does not exist") from None
+
+
+def parse(path: str, data: bytes) -> dict[str, Any]:
+    """A conf file's bytes -> its JSON object, refusing anything a rewrite would not keep."""
+    try:
+        value = json.loads(
+            data.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
+        )
+    except UnicodeDecodeError:
+        raise ConfError(f"{path} is not UTF-8") from None
+    except ValueError as exc:
+        raise ConfError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ConfError(f"{path} does not hold a JSON object")
+    return value
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"duplicate key {key!r}")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def render(conf: dict[str, Any]) -> bytes:
+    """How the installer writes a conf: two-space indent, key order kept, newline at the end."""
+    return (json.dumps(conf, indent=2, ensure_ascii=False) + "\n").encode("utf-8")

@@ -1,0 +1,69 @@
+"""The record of a patched conf: its original bytes, so `uninstall` restores them byte for byte.
+
+Kept in `<state-dir>/installer/` (0700), never in the conf dir, where any file with a conf
+extension could be loaded by the runtime or taken by multus as its master network. Per conf file
+(keyed by a digest of its absolute path):
+
+    <key>.orig        the bytes the installer found before it patched the file
+    <key>.json        {"path", "mode", "uid", "gid", "original", "patched"} (sha256 hex digests)
+
+The record is written (and fsynced) before the conf is patched, so a crash in between leaves a
+record whose original is still the file's content, which the next run simply rewrites.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+
+from cni_delguard.node import fsops
+
+SUBDIR = "installer"
+
+
+@dataclass(frozen=True)
+class Record:
+    path: str
+    mode: int
+    uid: int
+    gid: int
+    original: str  # sha256 of the original bytes
+    patched: str  # sha256 of the bytes the installer wrote
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _base(state_dir: str, conf_path: str) -> str:
+    key = sha256(os.path.abspath(conf_path).encode("utf-8", "surrogateescape"))[:32]
+    return os.path.join(state_dir, SUBDIR, key)
+
+
+def save(state_dir: str, rec: Record, original: bytes) -> None:
+    fsops.makedirs_private(os.path.join(state_dir, SUBDIR))
+    base = _base(state_dir, rec.path)
+    fsops.write_atomic(base + ".orig", original, 0o600)
+    fsops.write_atomic(base + ".json", json.dumps(asdict(rec), indent=1).encode(), 0o600)
+
+
+def load(state_dir: str, conf_path: str) -> tuple[Record, bytes] | None:
+    """The record of `conf_path` and its original bytes; None if absent or unusable."""
+    base = _base(state_dir, conf_path)
+    try:
+        meta = json.loads(fsops.read_regular(base + ".json").data)
+        original = fsops.read_regular(base + ".orig").data
+        rec = Record(**meta)
+    except (OSError, ValueError, TypeError):
+        return None
+    if rec.path != os.path.abspath(conf_path) or sha256(original) != rec.original:
+        return None  # damaged or not ours: a wrong restore would be worse than none
+    return rec, original
+
+
+def drop(state_dir: str, conf_path: str) -> None:
+    base = _base(state_dir, conf_path)
+    fsops.remove_quietly(base + ".json")
+    fsops.remove_quietly(base + ".orig")

@@ -1,0 +1,142 @@
+"""The marker store: one small file per attachment that says an ADD was attempted or completed.
+
+Layout (docs/DESIGN.md): <stateDir>/networks/<network>/<key>.json, with <key>.lock beside it.
+The store works through directory descriptors (fsutil), so it never follows a symlink, and it
+never holds more than one marker per attachment.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from cni_delguard.cni import errors, jsonlite
+from cni_delguard.state import fsutil
+from cni_delguard.state.marker import CORRUPT, KNOWN
+
+NETWORKS = "networks"
+MARKER_SUFFIX = ".json"
+LOCK_SUFFIX = ".lock"
+# A file name has at most 255 bytes; leave room for the suffixes and the temp-file decoration.
+_MAX_KEY = 200
+
+
+def attachment_key(container_id: str, ifname: str) -> str:
+    """`<containerID>:<ifname>` (neither may contain ':'), hashed when too long for a file name."""
+    key = f"{container_id}:{ifname}"
+    if len(key.encode("utf-8", "surrogateescape")) <= _MAX_KEY:
+        return key
+    return "sha256-" + fsutil.sha256_hex(key.encode("utf-8", "surrogateescape"))
+
+
+def network_dir(state_dir: str, network: str) -> str:
+    return os.path.join(state_dir, NETWORKS, network)
+
+
+def marker_path(state_dir: str, network: str, key: str) -> str:
+    return os.path.join(network_dir(state_dir, network), key + MARKER_SUFFIX)
+
+
+def lock_path(state_dir: str, network: str, key: str) -> str:
+    return os.path.join(network_dir(state_dir, network), key + LOCK_SUFFIX)
+
+
+def parse_marker(data: bytes | None) -> str | None:
+    """The state a marker records; CORRUPT for anything we did not write."""
+    if data is None:
+        return None
+    try:
+        state = jsonlite.loads(data).get("state")
+    except (ValueError, AttributeError):
+        return CORRUPT
+    return state if state in KNOWN else CORRUPT
+
+
+class MarkerStore:
+    """Markers of one network, opened (and created) safely under the state dir."""
+
+    def __init__(self, state_dir: str, network: str, create: bool) -> None:
+        self.path = network_dir(state_dir, network)
+        try:
+            self.fd = self._open(state_dir, network, create)
+        except FileNotFoundError:
+            if not create:
+                raise
+            raise errors.CniError(errors.IO_FAILURE, f"cannot create {self.path}") from None
+        except OSError as exc:  # ENOSPC, EROFS, EACCES ...
+            raise errors.CniError(errors.IO_FAILURE, f"cannot open {self.path}", str(exc)) from None
+
+    def _open(self, state_dir: str, network: str, create: bool) -> int:
+        root = fsutil.open_dir(state_dir, create=create)
+        try:
+            nets = fsutil.open_subdir(root, NETWORKS, os.path.join(state_dir, NETWORKS), create)
+        finally:
+            os.close(root)
+        try:
+            return fsutil.open_subdir(nets, network, self.path, create)
+        finally:
+            os.close(nets)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def __enter__(self) -> MarkerStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def write(
+        self,
+        key: str,
+        state: str,
+        container_id: str,
+        ifname: str,
+        *,
+        durable: bool = True,
+        **extra: object,
+    ) -> None:
+        body = {
+            "state": state,
+            "containerID": container_id,
+            "ifname": ifname,
+            "time": round(time.time(), 3),
+            **extra,
+        }
+        self._put(key, body, durable)
+
+    def restore(self, key: str, body: dict[str, object]) -> None:
+        """Put back a marker as it was read (or remove it when there was none)."""
+        if body:
+            self._put(key, body, durable=True)
+        else:
+            self.remove(key)
+
+    def _put(self, key: str, body: dict[str, object], durable: bool) -> None:
+        try:
+            fsutil.write_atomic(
+                self.fd, key + MARKER_SUFFIX, jsonlite.dumps(body).encode(), durable
+            )
+        except OSError as exc:
+            raise errors.CniError(
+                errors.IO_FAILURE,
+                f"cannot record {body.get('state')} marker in {self.path}",
+                str(exc),
+            ) from None
+
+    def body(self, key: str) -> dict[str, object]:
+        """The marker's fields; empty when it is missing or unreadable."""
+        data = fsutil.read_at(self.fd, key + MARKER_SUFFIX)
+        try:
+            body = jsonlite.loads(data) if data is not None else {}
+        except ValueError:
+            return {}
+        return body if isinstance(body, dict) else {}
+
+    def remove(self, key: str) -> None:
+        """Remove the marker and any temp file a killed writer left for it."""
+        fsutil.unlink_at(self.fd, key + MARKER_SUFFIX)
+        prefix = f".{key}{MARKER_SUFFIX}."
+        for name in os.listdir(self.fd):
+            if name.startswith(prefix) and name.endswith(".tmp"):
+                fsutil.unlink_at(self.fd, name)

@@ -1,0 +1,119 @@
+"""The floor plan of the package (docs/DESIGN.md) stays true: a module imports only from floors
+below its own, or from its own subpackage. Read from the source with ast, so an import inside a
+function or under TYPE_CHECKING counts like any other.
+
+    >>> violations("cni_delguard.state.store", "from cni_delguard.commands import add")
+    ['cni_delguard.state.store (state, floor 1) imports cni_delguard.commands (floor 3)']
+    >>> violations("cni_delguard.commands.add", "from cni_delguard.state import store")
+    []
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "cni_delguard"
+
+# Lowest first. Two subpackages on one floor do not import each other either.
+FLOORS = {
+    "cni_delguard": 0,  # __init__: the version and the spec versions, nothing else
+    "tooling": 0,  # the operator commands' argparse base; imports nothing of ours
+    "cni": 0,  # the CNI protocol: errors, environment and identifiers, JSON
+    "state": 1,  # the guard's files on disk: primitives, markers, locks
+    "invoke": 1,  # the delegate's process: find, spawn, watch, reap
+    "guard": 2,  # config, evidence, the pure DEL decision, the decision log
+    "commands": 3,  # ADD, DEL, CHECK, GC, STATUS, VERSION and their dispatch table
+    "node": 3,  # install / uninstall / watch: the bundle and the conf on a node
+    "ops": 4,  # the operator's tools that read what the guard and the installer left
+    "cli": 5,  # the process boundary
+    "__main__": 6,  # `python -m cni_delguard`: runs cli
+}
+# The decision core is pure: it may read the marker vocabulary and nothing else of ours.
+PURE = {"cni_delguard.guard.decide": {"cni_delguard.state.marker"}}
+
+
+def floor_of(module: str) -> tuple[str, int]:
+    parts = module.split(".")
+    name = parts[1] if len(parts) > 1 else parts[0]
+    return name, FLOORS[name]
+
+
+def imported(source: str) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m for m in found if m == "cni_delguard" or m.startswith("cni_delguard.")}
+
+
+def violations(module: str, source: str) -> list[str]:
+    name, floor = floor_of(module)
+    bad = []
+    for target in sorted(imported(source)):
+        if module in PURE and target not in PURE[module]:
+            bad.append(f"{module} is pure but imports {target}")
+            continue
+        target_name, target_floor = floor_of(target)
+        if target_name == name or target_name == "cni_delguard":
+            continue
+        if target_floor >= floor:
+            bad.append(f"{module} ({name}, floor {floor}) imports {target} (floor {target_floor})")
+    return bad
+
+
+def modules() -> list[tuple[str, pathlib.Path]]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        parts = [p for p in rel.parts if p != "__init__"]
+        found.append((".".join(parts), path))
+    return found
+
+
+@pytest.mark.parametrize(("module", "path"), modules(), ids=[m for m, _ in modules()])
+def test_no_module_imports_a_floor_above_its_own(module, path):
+    assert violations(module, path.read_text()) == []
+
+
+def test_every_module_is_on_a_floor():
+    unplaced = {m for m, _ in modules() if floor_of(m)[0] not in FLOORS}
+    assert unplaced == set()
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "expected"),
+    [
+        pytest.param(
+            "cni_delguard.state.store",
+            "def f():\n    from cni_delguard.guard import config\n",
+            1,
+            id="lazy-import-upwards",
+        ),
+        pytest.param(
+            "cni_delguard.state.store",
+            "if TYPE_CHECKING:\n    from cni_delguard.invoke.delegate import run\n",
+            1,
+            id="sibling-on-the-same-floor",
+        ),
+        pytest.param(
+            "cni_delguard.guard.decide", "from cni_delguard.state import store\n", 1, id="impure"
+        ),
+        pytest.param("cni_delguard.guard.decide", "import os\n", 0, id="stdlib-is-fine"),
+        pytest.param("cni_delguard.cli", "from cni_delguard.ops import stats\n", 0, id="down"),
+    ],
+)
+def test_the_checker_catches_what_it_should(module, source, expected):
+    assert len(violations(module, source)) == expected
+
+
+def test_docstring_examples():
+    import sys
+
+    result = doctest.testmod(sys.modules[__name__])
+    assert result.failed == 0 and result.attempted == 2
