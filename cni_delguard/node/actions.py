@@ -17,12 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from cni_delguard.node import bundle, confdir, fsops, patch, record
+from cni_delguard.node import bundle, confdir, patch, record
+from cni_delguard.node.errors import InstallerError
+from cni_delguard.state import fsutil
 
 Say = Callable[[str], None]
 
 
-class InstallError(Exception):
+class InstallError(InstallerError):
     """Anything that stops install or uninstall; its message is the one line on stderr."""
 
 
@@ -41,7 +43,7 @@ class Options:
 @dataclass(frozen=True)
 class Change:
     path: str
-    old: fsops.FileInfo
+    old: fsutil.FileInfo
     new: bytes
     conf: dict[str, Any]
 
@@ -97,7 +99,7 @@ def install(opts: Options, out: TextIO, say: Say) -> bool:
         out.write(diff(change.path, change.old.data, change.new))
         return True
     _record_for(opts.state_dir, change)
-    fsops.write_atomic(change.path, change.new, change.old.mode, (change.old.uid, change.old.gid))
+    fsutil.write_file(change.path, change.new, change.old.mode, (change.old.uid, change.old.gid))
     say(f"{change.path}: wrapped {opts.wrap!r} in {patch.GUARD}")
     return True
 
@@ -124,8 +126,10 @@ def install_bundle(opts: Options, say: Say) -> bool:
 
 def _record_for(state_dir: str, change: Change) -> None:
     """Keep the original: the file as found, or the one recorded when the file is ours."""
-    old, new_sha = change.old, record.sha256(change.new)
-    meta = record.Record(change.path, old.mode, old.uid, old.gid, record.sha256(old.data), new_sha)
+    old, new_sha = change.old, fsutil.sha256_hex(change.new)
+    meta = record.Record(
+        change.path, old.mode, old.uid, old.gid, fsutil.sha256_hex(old.data), new_sha
+    )
     if not patch.guard_plugins(change.conf, confdir.is_list(change.path)):
         record.save(state_dir, meta, old.data)
         return
@@ -158,7 +162,7 @@ def uninstall(opts: Options, out: TextIO, say: Say) -> bool:
 def _restore(opts: Options, path: str, out: TextIO, say: Say) -> bool:
     info = confdir.read(path)
     found = record.load(opts.state_dir, path)
-    if found is not None and record.sha256(info.data) == found[0].patched:
+    if found is not None and fsutil.sha256_hex(info.data) == found[0].patched:
         rec, new = found
         mode, owner, how = rec.mode, (rec.uid, rec.gid), "restored the original"
     else:
@@ -181,7 +185,7 @@ def _restore(opts: Options, path: str, out: TextIO, say: Say) -> bool:
     if opts.dry_run:
         out.write(diff(path, info.data, new))
         return True
-    fsops.write_atomic(path, new, mode, owner)
+    fsutil.write_file(path, new, mode, owner)
     record.drop(opts.state_dir, path)
     say(f"{path}: {how}")
     return True

@@ -15,7 +15,6 @@ switch can still finish. Older versions are removed.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
@@ -23,13 +22,15 @@ import time
 from dataclasses import dataclass
 
 from cni_delguard.node import fsops
+from cni_delguard.node.errors import InstallerError
+from cni_delguard.state import fsutil
 
 LINK_NAME = "cni-delguard"
 PREFIX = ".cni-delguard-"
 _STALE_TMP_SECONDS = 600
 
 
-class BundleError(Exception):
+class BundleError(InstallerError):
     """The bundle cannot be installed (missing, not executable, or unsafe)."""
 
 
@@ -58,7 +59,7 @@ class Plan:
 
 def tree_digest(root: str) -> str:
     """sha256 over the relative paths, kinds, exec bits, contents and link targets of a tree."""
-    h = hashlib.sha256()
+    h = fsutil.sha256()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         rel_dir = os.path.relpath(dirpath, root)
@@ -82,7 +83,7 @@ def _j(a: str, b: str) -> str:
 
 
 def _file_sha(path: str) -> bytes:
-    h = hashlib.sha256()
+    h = fsutil.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1024 * 1024):
             h.update(chunk)

@@ -15,11 +15,12 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from cni_delguard.node import actions, bundle, confdir, fsops, patch, watch
+from cni_delguard.guard import defaults
+from cni_delguard.node import actions, watch
+from cni_delguard.node.errors import InstallerError
 from cni_delguard.tooling import Parser, UsageError
 
 PROG = "cni-delguard"
-STATE_DIR = "/var/lib/cni/delguard"  # the guard's default stateDir (docs/DESIGN.md)
 
 
 def build_parser(out: TextIO | None = None, err: TextIO | None = None) -> argparse.ArgumentParser:
@@ -64,7 +65,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--state-dir",
         metavar="DIR",
         help="the guard's stateDir; the installer keeps "
-        f"originals in DIR/installer (default {STATE_DIR})",
+        f"originals in DIR/installer (default {defaults.STATE_DIR})",
     )
     p.add_argument(
         "--root",
@@ -114,7 +115,7 @@ def options(args: argparse.Namespace) -> actions.Options:
         conf_dir=under(args.root, args.conf_dir),
         conf_file=args.conf_file,
         wrap=args.wrap,
-        state_dir=under(args.root, args.state_dir or STATE_DIR),
+        state_dir=under(args.root, args.state_dir or defaults.STATE_DIR),
         bundle_dir=bundle_dir,
         keys=keys,
         dry_run=args.dry_run,
@@ -164,10 +165,10 @@ def run(args: argparse.Namespace, out: TextIO, stderr: TextIO) -> int:
     except UsageError as exc:
         say(f"usage: {exc}")
         return 2
-    except (actions.InstallError, confdir.ConfError, patch.PatchError, bundle.BundleError) as exc:
+    except InstallerError as exc:
         say(str(exc))
         return 1
-    except (fsops.UnsafeFileError, OSError) as exc:
+    except OSError as exc:  # fsutil.UnsafeFileError included
         say(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
         return 1
     return 0

@@ -13,6 +13,8 @@ import os
 from typing import Any
 
 from cni_delguard.node import fsops
+from cni_delguard.node.errors import InstallerError
+from cni_delguard.state import fsutil
 
 EXTENSIONS = (".conf", ".conflist", ".json")
 LIST_EXTENSION = ".conflist"
@@ -20,7 +22,7 @@ MULTUS_CONF = "00-multus.conf"  # the file multus (thin and thick) writes for it
 MULTUS_TYPES = ("multus", "multus-shim")
 
 
-class ConfError(Exception):
+class ConfError(InstallerError):
     """The conf dir or a conf file cannot be used as it is."""
 
 
@@ -67,10 +69,10 @@ def is_list(path: str) -> bool:
     return path.endswith(LIST_EXTENSION)
 
 
-def read(path: str) -> fsops.FileInfo:
+def read(path: str) -> fsutil.FileInfo:
     try:
-        return fsops.read_regular(path)
-    except fsops.UnsafeFileError as exc:
+        return fsutil.read_regular(None, path, fsops.MAX_CONF)
+    except fsutil.UnsafeFileError as exc:
         raise ConfError(f"{path}: {exc.strerror}; refusing to patch it") from None
     except FileNotFoundError:
         raise ConfError(f"{path} does not exist") from None

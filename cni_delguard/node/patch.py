@@ -12,11 +12,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from cni_delguard.node.errors import InstallerError
+
 GUARD = "cni-delguard"
 _MULTUS_DEFAULT_CNI_DIR = "/var/lib/cni/multus"
 
 
-class PatchError(Exception):
+class PatchError(InstallerError):
     """The conf cannot be patched safely; the message says why."""
 
 

@@ -13,12 +13,12 @@ record whose original is still the file's content, which the next run simply rew
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass
 
 from cni_delguard.node import fsops
+from cni_delguard.state import fsutil
 
 SUBDIR = "installer"
 
@@ -33,32 +33,28 @@ class Record:
     patched: str  # sha256 of the bytes the installer wrote
 
 
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _base(state_dir: str, conf_path: str) -> str:
-    key = sha256(os.path.abspath(conf_path).encode("utf-8", "surrogateescape"))[:32]
+    key = fsutil.sha256_hex(os.path.abspath(conf_path).encode("utf-8", "surrogateescape"))[:32]
     return os.path.join(state_dir, SUBDIR, key)
 
 
 def save(state_dir: str, rec: Record, original: bytes) -> None:
     fsops.makedirs_private(os.path.join(state_dir, SUBDIR))
     base = _base(state_dir, rec.path)
-    fsops.write_atomic(base + ".orig", original, 0o600)
-    fsops.write_atomic(base + ".json", json.dumps(asdict(rec), indent=1).encode(), 0o600)
+    fsutil.write_file(base + ".orig", original, 0o600)
+    fsutil.write_file(base + ".json", json.dumps(asdict(rec), indent=1).encode(), 0o600)
 
 
 def load(state_dir: str, conf_path: str) -> tuple[Record, bytes] | None:
     """The record of `conf_path` and its original bytes; None if absent or unusable."""
     base = _base(state_dir, conf_path)
     try:
-        meta = json.loads(fsops.read_regular(base + ".json").data)
-        original = fsops.read_regular(base + ".orig").data
+        meta = json.loads(fsutil.read_regular(None, base + ".json", fsops.MAX_CONF).data)
+        original = fsutil.read_regular(None, base + ".orig", fsops.MAX_CONF).data
         rec = Record(**meta)
     except (OSError, ValueError, TypeError):
         return None
-    if rec.path != os.path.abspath(conf_path) or sha256(original) != rec.original:
+    if rec.path != os.path.abspath(conf_path) or fsutil.sha256_hex(original) != rec.original:
         return None  # damaged or not ours: a wrong restore would be worse than none
     return rec, original
 

@@ -18,7 +18,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cni_delguard.node import actions, bundle, confdir, fsops, patch
+from cni_delguard.node import actions, confdir
+from cni_delguard.node.errors import InstallerError
 
 Signature = tuple[object, ...]
 
@@ -36,7 +37,7 @@ def signature(opts: actions.Options) -> Signature:
     try:
         path = confdir.pick(opts.conf_dir, opts.conf_file)
         st = os.lstat(path)
-    except (confdir.ConfError, OSError):
+    except (InstallerError, OSError):
         return ("missing",)
     return (path, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
@@ -107,13 +108,6 @@ def apply_once(opts: actions.Options, say: actions.Say) -> bool:
     """Patch the conf if it needs it; True if it was rewritten. Errors are logged, not raised."""
     try:
         return actions.install(opts, io.StringIO(), say)
-    except (
-        actions.InstallError,
-        confdir.ConfError,
-        bundle.BundleError,
-        patch.PatchError,
-        fsops.UnsafeFileError,
-        OSError,
-    ) as exc:
+    except (InstallerError, OSError) as exc:
         say(f"watch: {exc}; trying again on the next change")
         return False

@@ -16,10 +16,20 @@ import stat
 from cni_delguard.cni import errors
 
 TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class Hash(Protocol):
+        def update(self, data: bytes, /) -> None: ...
+        def hexdigest(self) -> str: ...
+
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO planted where a file is expected must not hang the plugin.
+_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_CREATE_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 MAX_SMALL = 64 * 1024
 
 
@@ -28,20 +38,24 @@ class UnsafeDirError(errors.CniError):
         super().__init__(errors.IO_FAILURE, f"state dir {path} is unusable: {why}")
 
 
-def sha256_hex(data: bytes) -> str:
-    """hashlib.sha256(data).hexdigest() without loading OpenSSL (~3 ms per exec): CPython's own
-    _sha256 (_sha2 from 3.12) computes the same digest."""
+def sha256(data: bytes = b"") -> Hash:
+    """The one digest: a sha256 hash object, from CPython's own _sha256 (_sha2 from 3.12)
+    rather than hashlib, which loads OpenSSL (~3 ms of every exec)."""
     if TYPE_CHECKING:
-        from hashlib import sha256
+        from hashlib import sha256 as new
     else:
         try:
-            from _sha256 import sha256
+            from _sha256 import sha256 as new
         except ImportError:  # pragma: no cover - other Python versions
             try:
-                from _sha2 import sha256
+                from _sha2 import sha256 as new
             except ImportError:
-                from hashlib import sha256
-    return str(sha256(data).hexdigest())
+                from hashlib import sha256 as new
+    return new(data)
+
+
+def sha256_hex(data: bytes) -> str:
+    return sha256(data).hexdigest()
 
 
 def check_dir_fd(fd: int, path: str) -> None:
@@ -78,14 +92,23 @@ def open_dir(path: str, create: bool = False) -> int:
     except FileNotFoundError:
         if not create:
             raise
-    parent, _ = os.path.split(path.rstrip("/"))
-    if parent and not os.path.isdir(parent):
-        os.makedirs(parent, mode=0o755, exist_ok=True)
-    try:
-        os.mkdir(path, DIR_MODE)
-    except FileExistsError:
-        pass
+    make_dirs(path, DIR_MODE)
     return _open_checked(path, path)
+
+
+def make_dirs(path: str, mode: int, parent_mode: int = 0o755) -> None:
+    """Create `path` (`mode`) and its missing parents (`parent_mode`), with the modes set
+    explicitly: os.makedirs gives parents 0777 minus the umask, i.e. 0777 under umask 000.
+    Existing directories are left as they are (the caller checks what it will trust)."""
+    path = os.path.normpath(path)
+    parent = os.path.dirname(path)
+    if parent != path and not os.path.isdir(parent):
+        make_dirs(parent, parent_mode, parent_mode)
+    try:
+        os.mkdir(path, mode)
+    except FileExistsError:
+        return
+    os.chmod(path, mode, follow_symlinks=False)
 
 
 def open_subdir(parent_fd: int, name: str, path: str, create: bool = True) -> int:
@@ -98,23 +121,61 @@ def open_subdir(parent_fd: int, name: str, path: str, create: bool = True) -> in
     return _open_checked(name, path, parent_fd)
 
 
-def read_at(dir_fd: int | None, name: str, limit: int = MAX_SMALL) -> bytes | None:
-    """A small regular file's bytes, or None when it is missing (or not a regular file).
-    With dir_fd None, `name` is a path."""
+class UnsafeFileError(OSError):
+    """A path that is a symlink, not a regular file, or larger than the reader's limit."""
+
+
+class FileInfo:
+    """A regular file's bytes with the mode and owner it had when it was read."""
+
+    __slots__ = ("data", "gid", "mode", "uid")
+
+    def __init__(self, data: bytes, mode: int, uid: int, gid: int) -> None:
+        self.data = data
+        self.mode = mode
+        self.uid = uid
+        self.gid = gid
+
+
+def read_regular(dir_fd: int | None, name: str, limit: int = MAX_SMALL) -> FileInfo:
+    """The one no-follow read: a regular file's whole content, opened without following a
+    symlink at its last component and without blocking on a FIFO. Raises UnsafeFileError for
+    a symlink, a special file or one over `limit` bytes. With dir_fd None, `name` is a path."""
     try:
-        fd = os.open(
-            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd
-        )
+        fd = os.open(name, _OPEN_FILE, dir_fd=dir_fd)
     except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
-            return None
+        if exc.errno == errno.ELOOP:
+            raise UnsafeFileError(exc.errno, "is a symlink", name) from None
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, limit)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeFileError(errno.EINVAL, "not a regular file", name)
+        if st.st_size > limit:
+            raise UnsafeFileError(errno.EFBIG, f"larger than {limit} bytes", name)
+        chunks = []
+        size = 0
+        while size <= limit and (chunk := os.read(fd, 65536)):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:  # it grew while we read
+            raise UnsafeFileError(errno.EFBIG, f"larger than {limit} bytes", name)
+        return FileInfo(b"".join(chunks), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
     finally:
         os.close(fd)
+
+
+def read_at(dir_fd: int | None, name: str, limit: int = MAX_SMALL) -> bytes | None:
+    """read_regular's bytes, or None when the file is missing, a symlink, a special file or
+    too big: for readers to whom any of those means "no usable file here"."""
+    try:
+        return read_regular(dir_fd, name, limit).data
+    except UnsafeFileError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        raise
 
 
 def read_small(dir_path: str, name: str) -> bytes | None:
@@ -129,22 +190,34 @@ def read_small(dir_path: str, name: str) -> bytes | None:
         os.close(fd)
 
 
-def write_atomic(dir_fd: int, name: str, data: bytes, durable: bool = True) -> None:
-    """Replace `name` in `dir_fd` with `data`: temp file, fsync, rename, fsync dir. Without
-    `durable` the fsyncs are skipped: still atomic for readers and across a killed process,
-    only a power loss may lose the write (or leave a torn file, which readers treat as such)."""
-    tmp = f".{name}.{os.getpid()}.tmp"
-    fd = os.open(
-        tmp,
-        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-        FILE_MODE,
-        dir_fd=dir_fd,
-    )
+def temp_name(name: str) -> str:
+    """A hidden sibling name for an atomic write of `name`. Unique across processes and PID
+    namespaces (two installers in two containers are both PID 1), so a temp file left by a
+    crashed run is never in the way, and never loaded as a conf (`.tmp` is no CNI extension)."""
+    return f".{name}.{os.getpid()}-{os.urandom(6).hex()}.tmp"
+
+
+def write_atomic(
+    dir_fd: int,
+    name: str,
+    data: bytes,
+    *,
+    mode: int = FILE_MODE,
+    owner: tuple[int, int] | None = None,
+    durable: bool = True,
+) -> None:
+    """The one atomic write: replace `name` in `dir_fd` with `data` (temp file created
+    exclusively and without following links, mode set explicitly whatever the umask, fsync,
+    rename, fsync of the dir). Without `durable` the fsyncs are skipped: still atomic for
+    readers and across a killed process; only a power loss may lose the write."""
+    tmp = temp_name(name)
+    fd = os.open(tmp, _CREATE_FILE, mode, dir_fd=dir_fd)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            os.fchmod(fd, mode)
+            if owner is not None and os.geteuid() == 0:
+                os.fchown(fd, *owner)
+            write_all(fd, data)
             if durable:
                 os.fsync(fd)
         finally:
@@ -155,6 +228,23 @@ def write_atomic(dir_fd: int, name: str, data: bytes, durable: bool = True) -> N
         raise
     if durable:
         os.fsync(dir_fd)
+
+
+def write_file(path: str, data: bytes, mode: int, owner: tuple[int, int] | None = None) -> None:
+    """write_atomic on a path whose directory is not ours to vet (a node's /etc/cni/net.d):
+    the directory is opened as it is, the file itself is still never followed."""
+    head, tail = os.path.split(path)
+    dir_fd = os.open(head or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        write_atomic(dir_fd, tail, data, mode=mode, owner=owner)
+    finally:
+        os.close(dir_fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def unlink_at(dir_fd: int, name: str) -> bool:

@@ -25,10 +25,6 @@ import os
 from cni_delguard.cni import errors
 from cni_delguard.state.fsutil import FILE_MODE
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 _POLL = 0.01
 
 
@@ -59,24 +55,31 @@ def try_lock(path: str) -> int | None:
     return fd
 
 
-def _wait(path: str, timeout: float) -> Any:
-    """filelock's bounded, polled wait, with try_lock as its one attempt."""
+def _wait(path: str, timeout: float) -> int:
+    """Wait (bounded, polled) for the holder to let go, then take the lock with try_lock.
+
+    filelock does the waiting through its public API only: acquire() returns once the flock
+    on the file at `path` is free, and we let go at once and make our own no-follow attempt,
+    which checks that the locked inode is still the one at `path`. Another waiter may win that
+    race; then we wait again, within the same deadline.
+    """
+    import time
+
     from filelock import Timeout, UnixFileLock
 
-    class NoFollowLock(UnixFileLock):
-        def _acquire(self) -> None:
-            fd = try_lock(self.lock_file)
-            if fd is not None:
-                self._context.lock_file_fd = fd
-
-    lock = NoFollowLock(path)
-    try:
-        lock.acquire(timeout=timeout, poll_interval=_POLL)
-    except Timeout:
-        raise errors.CniError(
-            errors.TRY_AGAIN_LATER, f"another operation holds {path} (waited {timeout:g} s)"
-        ) from None
-    return lock
+    deadline = time.monotonic() + timeout
+    while True:
+        waiter = UnixFileLock(path, mode=FILE_MODE)
+        try:
+            waiter.acquire(timeout=max(0.0, deadline - time.monotonic()), poll_interval=_POLL)
+        except Timeout:
+            raise errors.CniError(
+                errors.TRY_AGAIN_LATER, f"another operation holds {path} (waited {timeout:g} s)"
+            ) from None
+        waiter.release(force=True)
+        fd = try_lock(path)
+        if fd is not None:
+            return fd
 
 
 def _read_only(path: str) -> bool:
@@ -91,12 +94,11 @@ class AttachmentLock:
 
     def __init__(self, path: str, timeout: float) -> None:
         self.path = path
-        self._waited: Any = None
         self._fd: int | None = None
         try:
             self._fd = try_lock(path)
             if self._fd is None:
-                self._waited = _wait(path, timeout)
+                self._fd = _wait(path, timeout)
         except FileNotFoundError:
             # Read-only and no lock file: nothing can create one, and no ADD can run (it could
             # not write its marker), so there is nothing to serialize with. Go on unlocked.
@@ -106,10 +108,9 @@ class AttachmentLock:
             raise errors.CniError(errors.IO_FAILURE, f"cannot lock {path}", str(exc)) from None
 
     def held_fd(self) -> int:
-        fd = self._fd if self._waited is None else self._waited._context.lock_file_fd
-        if fd is None:
+        if self._fd is None:
             raise RuntimeError("lock not held")
-        return int(fd)
+        return self._fd
 
     def remove(self) -> None:
         """Unlink the lock file while holding it (waiters notice and retry)."""
@@ -122,10 +123,7 @@ class AttachmentLock:
                 raise
 
     def release(self) -> None:
-        if self._waited is not None:
-            self._waited.release(force=True)
-            self._waited = None
-        elif self._fd is not None:
+        if self._fd is not None:
             os.close(self._fd)  # closing the only descriptor releases the flock
             self._fd = None
 

@@ -115,7 +115,7 @@ class MarkerStore:
     def _put(self, key: str, body: dict[str, object], durable: bool) -> None:
         try:
             fsutil.write_atomic(
-                self.fd, key + MARKER_SUFFIX, jsonlite.dumps(body).encode(), durable
+                self.fd, key + MARKER_SUFFIX, jsonlite.dumps(body).encode(), durable=durable
             )
         except OSError as exc:
             raise errors.CniError(

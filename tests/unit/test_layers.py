@@ -60,7 +60,7 @@ def violations(module: str, source: str) -> list[str]:
             bad.append(f"{module} is pure but imports {target}")
             continue
         target_name, target_floor = floor_of(target)
-        if target_name == name or target_name == "cni_delguard":
+        if target_name in (name, "cni_delguard"):
             continue
         if target_floor >= floor:
             bad.append(f"{module} ({name}, floor {floor}) imports {target} (floor {target_floor})")
