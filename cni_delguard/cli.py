@@ -27,7 +27,7 @@ with CNI_COMMAND set (the plugin); without CNI_COMMAND it is the operator's tool
 def main(
     argv: list[str], environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO
 ) -> int:
-    if "CNI_COMMAND" in environ:
+    if _from_a_runtime(argv, environ):
         return plugin_main(environ, stdin, stdout)
     import io
 
@@ -37,6 +37,20 @@ def main(
     finally:
         out.flush()
         out.detach()
+
+
+# Variables a runtime sets for every call and a person at a terminal does not export (CNI_PATH
+# and CNI_ARGS may well be exported by someone who runs cnitool).
+_RUNTIME_ONLY = ("CNI_COMMAND", "CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME")
+
+
+def _from_a_runtime(argv: list[str], environ: Mapping[str, str]) -> bool:
+    """CNI_COMMAND set: the plugin (argv ignored). No arguments and another of a call's
+    variables set: a runtime that forgot CNI_COMMAND, which gets CNI error JSON (code 4) like
+    any bad environment. Otherwise a person: the operator's commands, or the usage."""
+    if "CNI_COMMAND" in environ:
+        return True
+    return not argv and any(name in environ for name in _RUNTIME_ONLY)
 
 
 def plugin_main(environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO) -> int:

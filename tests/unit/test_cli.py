@@ -321,6 +321,14 @@ def test_no_cni_command_and_no_arguments_is_usage_not_cni_json():
     assert err.startswith("usage: cni-delguard") and "CNI_COMMAND" in err
 
 
+def test_a_runtime_that_forgot_cni_command_gets_cni_json_code_4():
+    out = io.BytesIO()
+    env = {"CNI_CONTAINERID": "c1", "CNI_IFNAME": "eth0", "CNI_NETNS": "/x", "CNI_PATH": "/b"}
+    assert cli.main([], env, io.BytesIO(b"{}"), out, io.StringIO()) == 1
+    reply = json.loads(out.getvalue())
+    assert reply["code"] == errors.INVALID_ENV and "CNI_COMMAND" in reply["msg"]
+
+
 @pytest.mark.parametrize("argv", [["bogus"], ["stats", "--no-such-option"]])
 def test_a_usage_error_is_exit_2_with_the_usage_on_stderr(argv):
     code, out, err = _tool(*argv)
