@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from cni_delguard.commands.context import load, require_version
-from cni_delguard.commands.passthrough import call_logged
-from cni_delguard.guard import config
+from cni_delguard.commands import passthrough
 from cni_delguard.state import store
 
 TYPE_CHECKING = False
@@ -16,9 +14,7 @@ def run(ctx: Context, data: bytes) -> bytes:
     from cni_delguard.invoke import delegate
     from cni_delguard.state.locking import AttachmentLock
 
-    conf = config.parse_json(data)
-    settings = load(ctx, conf)
-    require_version(settings, "0.4.0", "CHECK")
+    conf, settings = passthrough.prepare(ctx, data, since="0.4.0")
     path = delegate.find(settings.delegate_type, ctx.inv.cni_path)
     key = store.attachment_key(ctx.inv.container_id, ctx.inv.ifname)
     lock_file = store.lock_path(settings.state_dir, settings.network, key)
@@ -26,5 +22,5 @@ def run(ctx: Context, data: bytes) -> bytes:
         store.MarkerStore(settings.state_dir, settings.network, create=True),
         AttachmentLock(lock_file, settings.lock_timeout),
     ):
-        call_logged(ctx, conf, settings, path)
+        passthrough.call_logged(ctx, conf, settings, path)
     return b""

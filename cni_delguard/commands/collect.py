@@ -3,9 +3,8 @@ valid (guard/prune.py), then forward GC to the delegate."""
 
 from __future__ import annotations
 
-from cni_delguard.commands.context import load, require_version
-from cni_delguard.commands.passthrough import call_logged
-from cni_delguard.guard import config, inject
+from cni_delguard.commands import passthrough
+from cni_delguard.guard import inject
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -16,12 +15,10 @@ def run(ctx: Context, data: bytes) -> bytes:
     from cni_delguard.guard import prune
     from cni_delguard.invoke import delegate
 
-    conf = config.parse_json(data)
-    settings = load(ctx, conf)
-    require_version(settings, "1.1.0", "GC")
+    conf, settings = passthrough.prepare(ctx, data, since="1.1.0")
     valid = conf.get(inject.VALID_ATTACHMENTS)
     # Without the list, nothing is pruned: the runtime has not said what is still in use.
     pruned = prune.prune(settings, valid) if valid is not None else []
     path = delegate.find(settings.delegate_type, ctx.inv.cni_path)
-    call_logged(ctx, conf, settings, path, pruned=pruned)
+    passthrough.call_logged(ctx, conf, settings, path, pruned=pruned)
     return b""

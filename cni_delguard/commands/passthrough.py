@@ -7,7 +7,8 @@ unchanged, and success prints nothing (none of the three has a result body).
 from __future__ import annotations
 
 from cni_delguard.cni import errors
-from cni_delguard.guard import inject
+from cni_delguard.commands.context import load, require_version
+from cni_delguard.guard import config, inject
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -15,6 +16,14 @@ if TYPE_CHECKING:
 
     from cni_delguard.commands.context import Context
     from cni_delguard.guard.config import Settings
+
+
+def prepare(ctx: Context, data: bytes, since: str) -> tuple[dict[str, Any], Settings]:
+    """The config and the validated settings; code 1 for a config version before `since`."""
+    conf = config.parse_json(data)
+    settings = load(ctx, conf)
+    require_version(settings, since, ctx.inv.command)
+    return conf, settings
 
 
 def call_logged(

@@ -10,9 +10,7 @@ from __future__ import annotations
 import os
 
 from cni_delguard.cni import errors
-from cni_delguard.commands.context import load, require_version
-from cni_delguard.commands.passthrough import call_logged
-from cni_delguard.guard import config
+from cni_delguard.commands import passthrough
 from cni_delguard.state import fsutil, store
 
 TYPE_CHECKING = False
@@ -24,16 +22,14 @@ if TYPE_CHECKING:
 def run(ctx: Context, data: bytes) -> bytes:
     from cni_delguard.invoke import delegate
 
-    conf = config.parse_json(data)
-    settings = load(ctx, conf)
-    require_version(settings, "1.1.0", "STATUS")
+    conf, settings = passthrough.prepare(ctx, data, since="1.1.0")
     try:
         path = delegate.find(settings.delegate_type, ctx.inv.cni_path)
         _probe_state_dir(settings)
     except errors.CniError as exc:
         ctx.record("error", settings.network, decision="status-unavailable", reason=exc.msg)
         raise errors.CniError(errors.STATUS_NOT_AVAILABLE, exc.msg, exc.details) from None
-    call_logged(ctx, conf, settings, path)
+    passthrough.call_logged(ctx, conf, settings, path)
     return b""
 
 

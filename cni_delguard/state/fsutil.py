@@ -130,11 +130,10 @@ class FileInfo:
 
     __slots__ = ("data", "gid", "mode", "uid")
 
-    def __init__(self, data: bytes, mode: int, uid: int, gid: int) -> None:
+    def __init__(self, data: bytes, st: os.stat_result) -> None:
         self.data = data
-        self.mode = mode
-        self.uid = uid
-        self.gid = gid
+        self.mode = stat.S_IMODE(st.st_mode)
+        self.uid, self.gid = st.st_uid, st.st_gid
 
 
 def read_regular(dir_fd: int | None, name: str, limit: int = MAX_SMALL) -> FileInfo:
@@ -160,7 +159,7 @@ def read_regular(dir_fd: int | None, name: str, limit: int = MAX_SMALL) -> FileI
             size += len(chunk)
         if size > limit:  # it grew while we read
             raise UnsafeFileError(errno.EFBIG, f"larger than {limit} bytes", name)
-        return FileInfo(b"".join(chunks), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+        return FileInfo(b"".join(chunks), st)
     finally:
         os.close(fd)
 
