@@ -367,16 +367,27 @@ def _processes_of(cid: str) -> list[int]:
     return found
 
 
-def test_failed_pidfd_open_leaves_no_delegate_running(bench: Bench) -> None:
-    """pidfd_open made to fail with EMFILE by a seccomp filter (tests/reliability/seccomp_deny.py,
-    inherited by the guard; no hook in the product). The delegate waits at its start gate, so it
-    runs until someone kills it. Before the fix the guard answered code 100 and left it running,
-    unwatched; now it is killed and reaped, the answer is code 11, and the next DEL (without the
-    filter) cleans up."""
-    cid = f"pidfd-{uuid.uuid4().hex[:8]}"
+# (system call, its x86_64 number, the errno it is answered with, the CNI code expected)
+DENIED = {
+    "pidfd_open": (434, 24, TRY_AGAIN),  # EMFILE: out of descriptors
+    "guardian-fork": (56, 11, IO_FAILURE),  # clone (fork) EAGAIN; posix_spawn uses clone3
+}
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="system call numbers of x86_64")
+@pytest.mark.parametrize("call", list(DENIED))
+def test_failed_process_call_leaves_no_delegate_running(bench: Bench, call: str) -> None:
+    """pidfd_open (after the delegate started) or the guardian's fork made to fail by a seccomp
+    filter (tests/reliability/seccomp_deny.py, inherited by the guard: the kernel refuses the call,
+    no hook in the product; the fork is told from posix_spawn's clone3 by its system call). The
+    delegate waits at its start gate, so it runs until someone kills it. Before the fix the guard
+    answered (code 100, or 5) and left it running, unwatched; now it is killed and reaped, and
+    the next DEL (without the filter) cleans up."""
+    nr, err, code = DENIED[call]
+    cid = f"denied-{uuid.uuid4().hex[:8]}"
     conf = bench.conf(bench.gated(gates=["ADD:start"]))
     helper = Path(__file__).with_name("seccomp_deny.py")
-    argv = [sys.executable, "-I", str(helper), "434", "24", "--", *bench.argv()]
+    argv = [sys.executable, "-I", str(helper), str(nr), str(err), "--", *bench.argv()]
     env = bench.env("ADD", cid)
     try:
         run = run_argv(argv, env, json.dumps(conf).encode())
@@ -386,7 +397,7 @@ def test_failed_pidfd_open_leaves_no_delegate_running(bench: Bench) -> None:
             os.kill(pid, signal.SIGKILL)
     assert left == [], "a delegate was left running"
     assert run.rc == 1, run.describe()
-    assert run.error()["code"] == TRY_AGAIN, run.describe()
+    assert run.error()["code"] == code, run.describe()
     no_traceback(run)
     delete = bench.run("DEL", bench.conf(), cid)
     assert (delete.rc, delete.stdout) == (0, b""), delete.describe()
