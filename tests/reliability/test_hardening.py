@@ -283,6 +283,34 @@ def test_strict_del_returns_the_delegates_error_on_a_broken_state_fs(bench: Benc
         assert attachment_files(os.listdir(ndir), "c1") == []
 
 
+def test_strict_del_error_survives_a_marker_that_cannot_be_put_back(bench: Bench) -> None:
+    """The `deleting` marker is written, then the state fs fills up while the delegate runs, and
+    the delegate fails: putting the `completed` marker back fails. Before the fix the runtime got
+    the guard's code 5; now the delegate's code and message, the failure to put the marker back
+    is logged, and the next DEL (forwarded, leniently: the marker says `deleting`) succeeds."""
+    gates = Gates(bench.gate_dir)
+    with mounts.tmpfs(bench.root / "mnt", size="256k") as mnt:
+        state = mnt / "state"
+        state.mkdir(mode=0o700)
+        ndir = _strict_evidence(state)
+        held = bench.conf(bench.gated(gates=["DEL:start"]), stateDir=str(state))
+        guard = bench.start("DEL", held)
+        gates.wait("c1", "DEL", "start")
+        assert json.loads((ndir / "c1:eth0.json").read_text())["state"] == "deleting"
+        assert mounts.fill(mnt) > 0
+        gates.release("c1", "DEL", "start")
+        run = guard.finish()
+        assert run.rc == 1, run.describe()
+        assert (run.error()["code"], run.error()["msg"]) == (INVALID_CONFIG, KUBE_OVN_MSG)
+        no_traceback(run)
+        line = bench.log_lines()[-1]
+        assert "marker not put back" in line["warning"], line
+        (mnt / "filler").unlink()
+        again = bench.run("DEL", bench.conf(stateDir=str(state)))
+        assert (again.rc, again.stdout) == (0, b""), again.describe()
+        assert attachment_files(os.listdir(ndir), "c1") == []
+
+
 # -- a full disk during a log write --------------------------------------------------------------
 def test_full_disk_never_leaves_half_a_log_record(bench: Bench) -> None:
     """The log's last page has 40 bytes left and the fs no free block: the next record (~250
