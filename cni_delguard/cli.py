@@ -77,12 +77,24 @@ def plugin_main(environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO) -
     except Exception as exc:  # noqa: BLE001 - the runtime must get CNI JSON, never a traceback
         err = errors.CniError(errors.INTERNAL, "internal error in cni-delguard", repr(exc)[:500])
     else:
-        stdout.write(out)
-        stdout.flush()
-        return 0
-    stdout.write(err.to_json(version))
-    stdout.flush()
+        return 0 if _answer(stdout, out) else 1
+    _answer(stdout, err.to_json(version))
     return err.exit_code()
+
+
+def _answer(stdout: BinaryIO, data: bytes) -> bool:
+    """Write the CNI answer; a runtime that has gone away (closed or broken stdout) gets none,
+    and that is said on stderr, never with a traceback."""
+    try:
+        stdout.write(data)
+        stdout.flush()
+    except (OSError, ValueError) as exc:
+        try:
+            sys.stderr.write(f"cni-delguard: cannot write the answer to stdout: {exc}\n")
+        except (OSError, ValueError, AttributeError):
+            pass
+        return False
+    return True
 
 
 def _read(stdin: BinaryIO, command: str) -> bytes:
@@ -157,8 +169,33 @@ def tool_main(argv: list[str], out: TextIO, err: TextIO) -> int:
     return code
 
 
+def plugin_signals() -> None:
+    """As a plugin, SIGINT ends the process as SIGTERM does (the default action): no
+    KeyboardInterrupt unwinding through half an operation to a traceback. What a killed guard
+    leaves is what the crash tests cover: the guardian kills the delegate, the next DEL recovers.
+    SIGPIPE stays ignored (Python's choice): a delegate that exits before reading its stdin must
+    not kill the guard; a closed stdout is handled where the answer is written."""
+    if "CNI_COMMAND" in os.environ:
+        if TYPE_CHECKING:
+            import signal as _signal
+        else:
+            import _signal  # the C module: `signal`'s enum layer costs start-up (spawn.py)
+
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+
+
 def run() -> None:
     """Console-script, `python -m` and frozen-binary entry point."""
-    code = main(sys.argv[1:], os.environ, sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
-    sys.stdout.flush()
+    import io
+
+    plugin_signals()
+    # A stream the runtime closed before the exec is None in Python.
+    stdin = sys.stdin.buffer if sys.stdin is not None else io.BytesIO()
+    stdout = sys.stdout.buffer if sys.stdout is not None else open(os.devnull, "wb")  # noqa: SIM115
+    code = main(sys.argv[1:], os.environ, stdin, stdout, sys.stderr)
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError):
+        # Broken: what is left in the buffer goes nowhere rather than to a shutdown warning.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     sys.exit(code)

@@ -33,7 +33,7 @@ def run(ctx: Context, data: bytes) -> bytes:
         with AttachmentLock(lock_file, settings.lock_timeout) as lock:
             markers.write(key, marker.ATTEMPTED, ctx.inv.container_id, ctx.inv.ifname)
             try:
-                result = _delegate_add(ctx, conf, settings, path, markers, key)
+                result, fields = _delegate_add(ctx, conf, settings, path, markers, key)
             except errors.CniError as exc:
                 cleaned = _cleanup(ctx, conf, settings, path)
                 if cleaned:
@@ -48,7 +48,7 @@ def run(ctx: Context, data: bytes) -> bytes:
                     error={"code": exc.code, "msg": exc.msg},
                 )
                 raise
-            _complete(ctx, markers, key, settings)
+            _complete(ctx, markers, key, settings, fields)
     return result
 
 
@@ -59,8 +59,9 @@ def _delegate_add(
     path: str,
     markers: store.MarkerStore,
     key: str,
-) -> bytes:
-    """The delegate's result bytes, unchanged, once checked to be a JSON object."""
+) -> tuple[bytes, dict[str, object]]:
+    """The delegate's result bytes, unchanged, once checked to be a JSON object, and the
+    fields its call adds to the decision's log line."""
     from cni_delguard.invoke import delegate
 
     def remember_session(pid: int) -> None:
@@ -84,7 +85,10 @@ def _delegate_add(
         settings.timeouts["add"],
         on_spawn=remember_session,
     )
-    ctx.fields = {"delegateExit": outcome.exit_status, "delegateMs": round(outcome.duration_ms, 1)}
+    fields: dict[str, object] = {
+        "delegateExit": outcome.exit_status,
+        "delegateMs": round(outcome.duration_ms, 1),
+    }
     if not outcome.ok:
         raise delegate.error_from(outcome, settings.delegate_type, "ADD")
     try:
@@ -97,7 +101,7 @@ def _delegate_add(
             f"delegate {settings.delegate_type} succeeded on ADD but printed no JSON result",
             outcome.stdout[:512].decode("utf-8", "replace"),
         )
-    return outcome.stdout
+    return outcome.stdout, fields
 
 
 def _cleanup(ctx: Context, conf: dict[str, Any], settings: Settings, path: str) -> bool:
@@ -117,7 +121,13 @@ def _cleanup(ctx: Context, conf: dict[str, Any], settings: Settings, path: str) 
     return outcome.ok
 
 
-def _complete(ctx: Context, markers: store.MarkerStore, key: str, settings: Settings) -> None:
+def _complete(
+    ctx: Context,
+    markers: store.MarkerStore,
+    key: str,
+    settings: Settings,
+    fields: dict[str, object],
+) -> None:
     """Record completion. If that write fails the ADD still stands: the attempted marker and
     libcni's result cache remain evidence, so a later DEL is still forwarded.
 
@@ -132,7 +142,7 @@ def _complete(ctx: Context, markers: store.MarkerStore, key: str, settings: Sett
             settings.network,
             decision="add-completed",
             reason=f"delegate ADD succeeded; {exc.msg}",
-            **ctx.fields,
+            **fields,
         )
         return
     ctx.record(
@@ -140,5 +150,5 @@ def _complete(ctx: Context, markers: store.MarkerStore, key: str, settings: Sett
         settings.network,
         decision="add-completed",
         reason="delegate ADD succeeded, completed marker recorded",
-        **ctx.fields,
+        **fields,
     )

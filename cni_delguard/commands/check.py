@@ -8,6 +8,7 @@ from cni_delguard.state import store
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cni_delguard.commands.context import Context
+    from cni_delguard.state.locking import AttachmentLock
 
 
 def run(ctx: Context, data: bytes) -> bytes:
@@ -19,8 +20,22 @@ def run(ctx: Context, data: bytes) -> bytes:
     key = store.attachment_key(ctx.inv.container_id, ctx.inv.ifname)
     lock_file = store.lock_path(settings.state_dir, settings.network, key)
     with (
-        store.MarkerStore(settings.state_dir, settings.network, create=True),
-        AttachmentLock(lock_file, settings.lock_timeout),
+        store.MarkerStore(settings.state_dir, settings.network, create=True) as markers,
+        AttachmentLock(lock_file, settings.lock_timeout) as lock,
     ):
-        passthrough.call_logged(ctx, conf, settings, path)
+        try:
+            passthrough.call_logged(ctx, conf, settings, path)
+        finally:
+            _forget_lock(markers, key, lock)
     return b""
+
+
+def _forget_lock(markers: store.MarkerStore, key: str, lock: AttachmentLock) -> None:
+    """A CHECK of an attachment that was never added made the lock file only to serialize
+    itself: remove it (still holding it, as DEL does), so nothing is left behind for good."""
+    if markers.exists(key):
+        return
+    try:
+        lock.remove()
+    except OSError:
+        pass  # a stale lock file is harmless: the next DEL of this attachment removes it

@@ -32,8 +32,6 @@ class Context:
         self.environ = environ
         self.started = time.monotonic()
         self.log = Logger("", "info")
-        # The decision being carried out, for the log line of an error raised on the way.
-        self.fields: dict[str, object] = {}
 
     def record(self, level: str, network: str, **fields: object) -> None:
         self.log.event(
@@ -47,11 +45,11 @@ class Context:
         )
 
     def use(self, settings: Settings) -> None:
-        self.log = Logger(settings.log_file, settings.log_level)
+        self.log = Logger(settings.log_file, settings.log_level, self.inv.cni_path)
 
 
 def load(ctx: Context, conf: dict[str, Any]) -> Settings:
-    settings = config.load(conf)
+    settings = config.load(conf, ctx.inv.cni_path)
     ctx.use(settings)
     return settings
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def run(ctx: Context, data: bytes) -> bytes:
     conf, conf_error = _parse(data)
     peek = config.Peek(conf)
-    ctx.log = Logger(peek.log_file, peek.log_level)
+    ctx.log = Logger(peek.log_file, peek.log_level, ctx.inv.cni_path)
     ev = evidence.gather(peek, ctx.inv.container_id, ctx.inv.ifname, peek.prev_result)
     first, reason = decide.decide_del(ev)
     if not ev.needs_lock():
@@ -36,6 +36,10 @@ def run(ctx: Context, data: bytes) -> bytes:
             raise conf_error
         settings = load(ctx, conf)
         return _locked(ctx, conf, settings)
+    except _DecisionError as failed:
+        exc = failed.error
+        ctx.record("error", peek.network, **failed.fields, error={"code": exc.code, "msg": exc.msg})
+        raise exc from None
     except errors.CniError as exc:
         if first == decide.SKIP and exc.code != errors.TRY_AGAIN_LATER:
             # Only a lock file was left (a killed operation), and the config or state dir is
@@ -44,9 +48,18 @@ def run(ctx: Context, data: bytes) -> bytes:
             why = f"{reason}; lock file left in place ({exc.msg})"
             ctx.record("warning", peek.network, **decision_fields(ev, first, why))
             return b""
-        fields = ctx.fields or decision_fields(ev, "error", "DEL could not be carried out")
+        fields = decision_fields(ev, "error", "DEL could not be carried out")
         ctx.record("error", peek.network, **fields, error={"code": exc.code, "msg": exc.msg})
         raise
+
+
+class _DecisionError(Exception):
+    """A DEL that failed after its decision: the error, with that decision's log fields."""
+
+    def __init__(self, error: errors.CniError, fields: dict[str, object]) -> None:
+        super().__init__(error.msg)
+        self.error = error
+        self.fields = fields
 
 
 def _parse(data: bytes) -> tuple[dict[str, Any], errors.CniError | None]:
@@ -66,11 +79,15 @@ def _locked(ctx: Context, conf: dict[str, Any], settings: Settings) -> bytes:
         with AttachmentLock(lock_file, settings.lock_timeout) as lock:
             ev = gather(ctx, settings, conf)
             decision, reason = decide.decide_del(ev)
-            fields = ctx.fields = decision_fields(ev, decision, reason)
-            if decision == decide.FORWARD_LENIENT:
-                _reap(ctx, markers, key, fields)
-            if decision != decide.SKIP:
-                _forward_recorded(ctx, conf, settings, decision, fields, markers, key)
+            # This decision's log fields: filled in on the way, logged once at the end.
+            fields = decision_fields(ev, decision, reason)
+            try:
+                if decision == decide.FORWARD_LENIENT:
+                    _reap(ctx, markers, key, fields)
+                if decision != decide.SKIP:
+                    _forward_recorded(ctx, conf, settings, decision, fields, markers, key)
+            except errors.CniError as exc:
+                raise _DecisionError(exc, fields) from None
             try:
                 markers.remove(key)
                 lock.remove()
@@ -102,18 +119,30 @@ def _forward_recorded(
 ) -> None:
     """_forward, with a `deleting` marker on disk while the delegate runs: a guard killed then
     leaves a record that the next DEL reads as "failures are ignored" (decide.py). A DEL that
-    fails and is reported puts the marker back as it was."""
+    fails and is reported puts the marker back as it was.
+
+    The delegate's error is what the runtime gets, whatever happens to the guard's own
+    bookkeeping after it: a marker that cannot be put back (a full or read-only state fs) is
+    logged, never reported in its place. The next DEL still sees evidence: the old marker when
+    the `deleting` one could not be written either (the usual case on such a fs), else the
+    `deleting` one, which forwards the DEL again (leniently)."""
     prior = markers.body(key)
     try:
         # Not fsynced: it is for a guard killed mid-DEL; after a power loss the delegate's
         # runtime state is gone as well.
         markers.write(key, marker.DELETING, ctx.inv.container_id, ctx.inv.ifname, durable=False)
+        changed = True
     except errors.CniError as exc:
         fields["warning"] = exc.msg  # only the crash window loses its record; go on
+        changed = False
     try:
         _forward(ctx, conf, settings, decision, fields)
     except errors.CniError:
-        markers.restore(key, prior)
+        if changed:
+            try:
+                markers.restore(key, prior)
+            except (errors.CniError, OSError) as exc:
+                fields["warning"] = f"marker not put back: {getattr(exc, 'msg', exc)}"
         raise
 
 

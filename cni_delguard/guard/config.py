@@ -134,11 +134,13 @@ def digest(conf: dict[str, Any]) -> str:
     return fsutil.sha256_hex(text.encode("utf-8", "surrogatepass"))
 
 
-def load(conf: dict[str, Any]) -> Settings:
-    """Validate `conf` (a whole guard config with name and cniVersion), using a stored verdict."""
+def load(conf: dict[str, Any], cni_path: str = "") -> Settings:
+    """Validate `conf` (a whole guard config with name and cniVersion), using a stored verdict.
+    `cni_path` is where an admin's widened path rule is found (paths.py)."""
     check_version(conf)
     _check_volatile(conf)
     state_dir = _abs_or(conf.get("stateDir"), defaults.STATE_DIR)
+    check_paths(state_dir, _abs_or(conf.get("logFile"), ""), cni_path)
     key = digest(conf)
     verdict_dir = os.path.join(state_dir, VERDICT_DIR)
     stored = fsutil.read_small(verdict_dir, key + ".json")
@@ -153,6 +155,16 @@ def load(conf: dict[str, Any]) -> Settings:
     fsutil.write_best_effort(verdict_dir, key + ".json", jsonlite.dumps(normalized).encode())
     fsutil.prune_oldest(verdict_dir, keep=_KEEP_VERDICTS)
     return Settings(normalized)
+
+
+def check_paths(state_dir: str, log_file: str, cni_path: str) -> None:
+    """The path rule (paths.py), checked before anything is created under either path."""
+    from cni_delguard.guard import paths
+
+    for kind, path in (("state", state_dir), ("log", log_file)):
+        why = paths.refusal(kind, path, cni_path) if path else None
+        if why is not None:
+            raise errors.CniError(errors.INVALID_CONFIG, "invalid cni-delguard configuration", why)
 
 
 def _check_volatile(conf: dict[str, Any]) -> None:

@@ -75,11 +75,19 @@ def run(
     env["CNI_COMMAND"] = command
     try:
         child = spawn.start(path, env)
+    except spawn.NotWatchedError as exc:
+        raise errors.CniError(
+            errors.TRY_AGAIN_LATER, f"cannot watch delegate {path}; it was killed", str(exc)
+        ) from None
     except OSError as exc:
         raise errors.CniError(
             errors.DELEGATE_NOT_FOUND, f"cannot execute delegate {path}", str(exc)
         ) from None
-    watcher = spawn.guardian(child.pid)
+    try:
+        watcher = spawn.guardian(child.pid)
+    except BaseException:
+        spawn.abandon(child)
+        raise
     try:
         out, timed_out = _talk(child, stdin, start + timeout, on_spawn)
         if timed_out:
@@ -93,9 +101,13 @@ def run(
 def _talk(
     child: spawn.Child, stdin: bytes, deadline: float, on_spawn: Callable[[int], None] | None
 ) -> tuple[bytes, bool]:
-    try:
-        if on_spawn is not None:
+    if on_spawn is not None:
+        try:
             on_spawn(child.pid)
+        except BaseException:
+            spawn.abandon(child)
+            raise
+    try:
         return spawn.communicate(child, stdin, deadline, MAX_OUTPUT)
     except BaseException as exc:
         spawn.kill(child.pid)

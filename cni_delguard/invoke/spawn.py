@@ -9,6 +9,7 @@ guard's death from a pipe's EOF rather than PR_SET_PDEATHSIG, which would need c
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import time
@@ -24,6 +25,10 @@ else:
         import signal as sig
 
 _MAX_FD = 1 << 16
+# ETXTBSY: the delegate's file is open for writing (being replaced, e.g. by a `cp` over it).
+# libcni retries the exec 5 times, a second apart (pkg/invoke/raw_exec.go); so do we.
+EXEC_RETRIES = 5
+EXEC_RETRY_WAIT = 1.0
 
 
 class OutputTooLarge(Exception):  # noqa: N818 - a condition, reported by the caller
@@ -45,7 +50,24 @@ class Child:
 def start(path: str, env: Mapping[str, str]) -> Child:
     """Start `path` in a new session (its own process group, killable as a whole) with
     stdin/stdout on pipes and stderr inherited. posix_spawn (vfork underneath) runs no Python in
-    the child and copies no page tables; an exec failure comes back as OSError."""
+    the child and copies no page tables; an exec failure comes back as OSError, ETXTBSY after
+    EXEC_RETRIES retries."""
+    for retry in range(EXEC_RETRIES + 1):
+        try:
+            return _start_once(path, env)
+        except OSError as exc:
+            if exc.errno != errno.ETXTBSY or retry == EXEC_RETRIES:
+                raise
+        time.sleep(EXEC_RETRY_WAIT)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class NotWatchedError(OSError):
+    """The delegate started but no pidfd could be had for it (EMFILE, ENOSYS ...): it was
+    killed and reaped, since a delegate the guard cannot watch must not run unguarded."""
+
+
+def _start_once(path: str, env: Mapping[str, str]) -> Child:
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     try:
@@ -58,14 +80,24 @@ def start(path: str, env: Mapping[str, str]) -> Child:
             # Python ignores these two; the delegate must get the default behaviour back.
             setsigdef=(sig.SIGPIPE, sig.SIGXFSZ),
         )
-    except OSError:
+    except BaseException:
         os.close(in_w)
         os.close(out_r)
         raise
     finally:
         os.close(in_r)
         os.close(out_w)
-    return Child(pid, in_w, out_r, os.pidfd_open(pid))
+    try:
+        pidfd = os.pidfd_open(pid)
+    except BaseException as exc:
+        kill(pid)
+        os.waitpid(pid, 0)
+        os.close(in_w)
+        os.close(out_r)
+        if isinstance(exc, OSError):
+            raise NotWatchedError(exc.errno, f"pidfd_open: {exc.strerror}") from None
+        raise
+    return Child(pid, in_w, out_r, pidfd)
 
 
 def guardian(group: int) -> tuple[int, int]:
@@ -75,7 +107,12 @@ def guardian(group: int) -> tuple[int, int]:
     (so it never delays an EOF the runtime waits for) and lives in its own session (so a kill
     of our process group leaves it standing)."""
     alive_r, alive_w = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except BaseException:
+        os.close(alive_r)
+        os.close(alive_w)
+        raise
     if pid:
         os.close(alive_r)
         return pid, alive_w
@@ -99,6 +136,14 @@ def dismiss(watcher: tuple[int, int]) -> None:
     kill(pid, group=False)
     os.waitpid(pid, 0)
     os.close(alive_w)
+
+
+def abandon(child: Child) -> None:
+    """Kill and reap a child whose pipes communicate() has not taken over (and closed) yet."""
+    kill(child.pid)
+    os.close(child.stdin)
+    os.close(child.stdout)
+    wait(child)
 
 
 def kill(pid: int, group: bool = True) -> None:

@@ -39,6 +39,8 @@ def _base(state_dir: str, conf_path: str) -> str:
 
 
 def save(state_dir: str, rec: Record, original: bytes) -> None:
+    # The state dir is the guard's as well: 0700 as the guard makes it, whatever the umask.
+    fsops.makedirs_private(state_dir)
     fsops.makedirs_private(os.path.join(state_dir, SUBDIR))
     base = _base(state_dir, rec.path)
     fsutil.write_file(base + ".orig", original, 0o600)

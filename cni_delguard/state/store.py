@@ -133,6 +133,14 @@ class MarkerStore:
             return {}
         return body if isinstance(body, dict) else {}
 
+    def exists(self, key: str) -> bool:
+        """Whether a marker (or anything at its name) is there, readable or not."""
+        try:
+            os.stat(key + MARKER_SUFFIX, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
+
     def remove(self, key: str) -> None:
         """Remove the marker and any temp file a killed writer left for it."""
         fsutil.unlink_at(self.fd, key + MARKER_SUFFIX)

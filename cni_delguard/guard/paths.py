@@ -1,0 +1,72 @@
+"""Where a config may point the guard: the path rule (docs/RELIABILITY.md, "Config paths").
+
+Who writes a guard config is not only the node's admin: in a multus cluster anyone who may create
+a NetworkAttachmentDefinition can write one of type cni-delguard, and the guard runs as root. So
+the two paths it writes to must stay under allowed prefixes: `stateDir` (where it creates
+directories and small files) and `logFile` (which it creates and appends to; a log line can carry
+a delegate's error text, so a log file where a shell or a loader reads files, such as
+/etc/profile.d or /root, could run code). The cache dirs are only ever lstat()ed.
+
+The built-in prefixes hold nothing that runs or configures anything: /var/lib and /run (state
+only: the guard makes just directories and its own `.json`/`.lock` files below `stateDir`),
+/var/log (logs only), and the temp dirs, from which nothing on a node is read or run (the demo,
+the benchmarks and the tests keep their state there). The node's admin widens them
+with `cni-delguard.paths` beside the plugin in a CNI_PATH directory (root's, like the plugin
+itself): lines `state <dir>` or `log <dir>`, `#` comments. It is read only when a path falls
+outside the built-in prefixes, so the DEL skip path with default paths does not pay for it.
+"""
+
+from __future__ import annotations
+
+import os
+
+# S108: these name allowed places, they are not temp files the guard makes.
+STATE_PREFIXES = ("/var/lib/", "/run/", "/tmp/", "/var/tmp/")  # noqa: S108
+LOG_PREFIXES = ("/var/log/", "/tmp/", "/var/tmp/")  # noqa: S108
+SETTINGS_FILE = "cni-delguard.paths"
+_KINDS = {"state": STATE_PREFIXES, "log": LOG_PREFIXES}
+
+
+def refusal(kind: str, path: str, cni_path: str) -> str | None:
+    """Why `path` (absolute, normalized) may not be used as `kind` ("state" or "log"); None
+    when it may."""
+    if _under(path, _KINDS[kind]):
+        return None
+    if _under(path, widened(cni_path).get(kind, ())):
+        return None
+    allowed = ", ".join(_KINDS[kind])
+    return f"{path} is outside the allowed places for {kind} ({allowed}; {SETTINGS_FILE} widens)"
+
+
+def _under(path: str, prefixes: tuple[str, ...] | list[str]) -> bool:
+    return any(path.startswith(prefix) and len(path) > len(prefix) for prefix in prefixes)
+
+
+def widened(cni_path: str) -> dict[str, list[str]]:
+    """The admin's extra prefixes from the first CNI_PATH dir that has the settings file. A file
+    that is a symlink, not a regular file, not ours or writable by others is ignored."""
+    from cni_delguard.state import fsutil
+
+    for directory in cni_path.split(os.pathsep):
+        if not directory.startswith("/"):
+            continue
+        try:
+            info = fsutil.read_regular(None, os.path.join(directory, SETTINGS_FILE))
+        except OSError:
+            continue
+        if info.uid != os.geteuid() or info.mode & 0o022:
+            continue
+        return parse(info.data)
+    return {}
+
+
+def parse(data: bytes) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for raw in data.decode("utf-8", "replace").splitlines():
+        words = raw.split("#", 1)[0].split()
+        if len(words) != 2 or words[0] not in _KINDS or not words[1].startswith("/"):
+            continue
+        prefix = os.path.normpath(words[1]).rstrip("/") + "/"
+        if prefix != "/":  # "/" would undo the rule
+            out.setdefault(words[0], []).append(prefix)
+    return out
