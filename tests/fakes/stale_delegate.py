@@ -16,6 +16,7 @@ whether, how often and with which stdin it was called. Knobs, all in its own plu
     hang             list of commands that sleep instead of answering, e.g. ["ADD"] (optional)
     hangSeconds      how long "hang" sleeps (default 3600)
     addHangAfterState  with "ADD" in hang: write the state file first, then hang
+    delStdout        text printed on a successful DEL (to prove a wrapper passes it unchanged)
 
 Install it with tests.support.fakes.install_fake(); it is run as a plugin (CNI_COMMAND in env).
 """
@@ -91,6 +92,7 @@ def main() -> int:
         if conf.get("failDel"):
             return _error(version, int(conf["failDel"]), "fake delegate: DEL refused")
         os.unlink(path)
+        sys.stdout.write(str(conf.get("delStdout", "")))
         return 0
     if command in ("CHECK", "GC", "STATUS"):
         return 0

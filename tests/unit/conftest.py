@@ -50,7 +50,9 @@ class Node:
         conf.update(extra)
         return conf
 
-    def libcni_cache(self, cid: str = "c1", ifname: str = "eth0", body: bytes | None = None) -> Path:
+    def libcni_cache(
+        self, cid: str = "c1", ifname: str = "eth0", body: bytes | None = None
+    ) -> Path:
         """libcni's result cache for (net1, cid, ifname), as libcni writes it after an ADD
         (libcni/api.go cachedInfo), or `body` as given (a torn or foreign file)."""
         path = self.results / f"net1-{cid}-{ifname}"
