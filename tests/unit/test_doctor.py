@@ -169,6 +169,28 @@ def test_every_problem_is_found_and_repair_fixes_only_the_safe_ones(node):
     ])
 
 
+def test_a_wrapped_conflist_with_its_own_dirs(tmp_path):
+    node = FakeNode(tmp_path / "node")
+    (node.conf_dir / "00-multus.conf").unlink()
+    state, results = "/srv/dg-state", "/srv/libcni"
+    guard = {"type": "cni-delguard", "stateDir": state, "resultCacheDirs": [results],
+             "multusCacheDirs": ["/srv/multus"], "timeouts": {"add": 30},
+             "delegate": {"type": "multus"}}
+    (node.conf_dir / "05-net.conflist").write_text(json.dumps(
+        {"cniVersion": "1.0.0", "name": "net", "plugins": [guard, {"type": "portmap"}]}))
+    (node.root / "srv/dg-state").mkdir(parents=True, mode=0o700)
+    marker(node.root / "srv/dg-state", "net", "c1", "attempted", NOW - 60)  # > 30 s
+    (node.root / "srv/multus").mkdir()
+    (node.root / "srv/multus/c2").write_text("{}")
+    (node.root / "srv/libcni").mkdir()
+    (node.root / "srv/libcni/net-c3-eth0").write_bytes(b"")
+    code, report = node.doctor()
+    assert code == 1
+    assert sorted(problems(report)) == [
+        ("libcni", "net-c3-eth0"), ("markers", "c1:eth0.json"), ("multus", "c2")
+    ]
+
+
 def test_unwrapped_conf_missing_plugins_and_unsafe_state_dir(tmp_path):
     node = FakeNode(tmp_path / "node", wrapped=False)
     code, report = node.doctor()
