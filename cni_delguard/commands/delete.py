@@ -163,7 +163,8 @@ def _forward_recorded(
 def _call_delegate(
     ctx: Context, conf: dict[str, Any], settings: Settings, fields: dict[str, object]
 ) -> bytes:
-    """The delegate's DEL: its stdout on success, its error (CniError) on failure."""
+    """The delegate's DEL for observe mode: its stdout on success, its error on failure.
+    (_forward below makes the same call and decides what a failure means.)"""
     from cni_delguard.invoke import delegate
 
     fields["delegateExit"] = None
@@ -182,10 +183,26 @@ def _forward(
     ctx: Context, conf: dict[str, Any], settings: Settings, decision: str, fields: dict[str, object]
 ) -> None:
     """Run the delegate's DEL; a lenient failure is logged, a strict one raised."""
+    from cni_delguard.invoke import delegate
+
     try:
-        _call_delegate(ctx, conf, settings, fields)
-    except errors.CniError as failure:
-        if decision != decide.FORWARD_LENIENT:
-            raise
+        path = delegate.find(settings.delegate_type, ctx.inv.cni_path)
+        outcome = delegate.run(
+            path, "DEL", inject.delegate_conf(conf, settings), ctx.environ, settings.timeouts["del"]
+        )
+    except errors.CniError as exc:
+        failure: errors.CniError | None = exc
+        fields["delegateExit"] = None
+    else:
+        fields["delegateExit"] = outcome.exit_status
+        fields["delegateMs"] = round(outcome.duration_ms, 1)
+        failure = (
+            None if outcome.ok else delegate.error_from(outcome, settings.delegate_type, "DEL")
+        )
+    if failure is None:
+        return
+    if decision == decide.FORWARD_LENIENT:
         fields["delegateError"] = {"code": failure.code, "msg": failure.msg}
         fields["reason"] = f"{fields['reason']}; the delegate failed, DEL reported as success"
+        return
+    raise failure
