@@ -4,6 +4,9 @@ The fast path runs on every stale DEL of a kubelet retry storm: parse stdin leni
 stat() calls, one log line. It imports neither pydantic nor filelock and takes no lock: with no
 marker and no lock file there is no ADD in flight for this attachment to race with (ADD creates
 its lock file before its marker, and its marker before the delegate runs).
+
+In observe mode (`"mode": "observe"`) every DEL is forwarded and its outcome returned as if the
+guard were not there; the log line says what the guard would have decided (`wouldDecide`).
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ from __future__ import annotations
 from cni_delguard.cni import errors
 from cni_delguard.commands.context import decision_fields, gather, load
 from cni_delguard.guard import config, decide, evidence, inject
+from cni_delguard.guard.defaults import OBSERVE
 from cni_delguard.guard.log import Logger
 from cni_delguard.state import marker, store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from cni_delguard.commands.context import Context
@@ -28,20 +33,22 @@ def run(ctx: Context, data: bytes) -> bytes:
     ctx.log = Logger(peek.log_file, peek.log_level, ctx.inv.cni_path)
     ev = evidence.gather(peek, ctx.inv.container_id, ctx.inv.ifname, peek.prev_result)
     first, reason = decide.decide_del(ev)
-    if not ev.needs_lock():
+    if not ev.needs_lock() and not peek.observe:
         ctx.record("info", peek.network, **decision_fields(ev, first, reason))
         return b""
     try:
         if conf_error is not None:
             raise conf_error
         settings = load(ctx, conf)
+        if settings.mode == OBSERVE:
+            return _observed(ctx, conf, settings)
         return _locked(ctx, conf, settings)
     except _DecisionError as failed:
         exc = failed.error
         ctx.record("error", peek.network, **failed.fields, error={"code": exc.code, "msg": exc.msg})
         raise exc from None
     except errors.CniError as exc:
-        if first == decide.SKIP and exc.code != errors.TRY_AGAIN_LATER:
+        if first == decide.SKIP and not peek.observe and exc.code != errors.TRY_AGAIN_LATER:
             # Only a lock file was left (a killed operation), and the config or state dir is
             # unusable: still nothing to delete, so removal must not be blocked. (A lock that is
             # held, though, is an operation in flight: the runtime is told to try again.)
@@ -99,6 +106,42 @@ def _locked(ctx: Context, conf: dict[str, Any], settings: Settings) -> bytes:
     return b""
 
 
+def _observed(ctx: Context, conf: dict[str, Any], settings: Settings) -> bytes:
+    """Observe mode: forward under the lock, return the delegate's output or raise its error
+    unchanged; log the decision the guard would have made. The marker goes only when the DEL
+    succeeded (as in enforcing mode); a lock file the guard made for nothing goes too."""
+    from cni_delguard.state.locking import AttachmentLock
+
+    key = store.attachment_key(ctx.inv.container_id, ctx.inv.ifname)
+    with store.MarkerStore(settings.state_dir, settings.network, create=True) as markers:
+        lock_file = store.lock_path(settings.state_dir, settings.network, key)
+        with AttachmentLock(lock_file, settings.lock_timeout) as lock:
+            ev = gather(ctx, settings, conf)
+            would, why = decide.decide_del(ev)
+            fields = decision_fields(ev, "observe", f"observe mode: forwarded; {why}")
+            fields["wouldDecide"] = would
+            try:
+                out = _call_delegate(ctx, conf, settings, fields)
+            except errors.CniError as exc:
+                # The guard would have answered success (skip, or a lenient forward): the
+                # runtime got this failure only because the guard was observing.
+                fields["wouldFree"] = would in (decide.SKIP, decide.FORWARD_LENIENT)
+                if ev.marker is None:
+                    _quietly(lock.remove)
+                raise _DecisionError(exc, fields) from None
+            _quietly(lambda: markers.remove(key))
+            _quietly(lock.remove)
+    ctx.record("info", settings.network, **fields)
+    return out
+
+
+def _quietly(action: Callable[[], object]) -> None:
+    try:
+        action()
+    except OSError:
+        return  # the DEL's outcome is the delegate's; a leftover file only costs a forward
+
+
 def _reap(ctx: Context, markers: store.MarkerStore, key: str, fields: dict[str, object]) -> None:
     """Kill what a killed guard's ADD left running, before its DEL is forwarded (reap.py)."""
     session = markers.body(key).get("delegateSession")
@@ -146,30 +189,33 @@ def _forward_recorded(
         raise
 
 
+def _call_delegate(
+    ctx: Context, conf: dict[str, Any], settings: Settings, fields: dict[str, object]
+) -> bytes:
+    """The delegate's DEL: its stdout on success, its error (a missing delegate's included)
+    on failure. What a failure means is the caller's to decide."""
+    from cni_delguard.invoke import delegate
+
+    fields["delegateExit"] = None
+    path = delegate.find(settings.delegate_type, ctx.inv.cni_path)
+    outcome = delegate.run(
+        path, "DEL", inject.delegate_conf(conf, settings), ctx.environ, settings.timeouts["del"]
+    )
+    fields["delegateExit"] = outcome.exit_status
+    fields["delegateMs"] = round(outcome.duration_ms, 1)
+    if not outcome.ok:
+        raise delegate.error_from(outcome, settings.delegate_type, "DEL")
+    return outcome.stdout
+
+
 def _forward(
     ctx: Context, conf: dict[str, Any], settings: Settings, decision: str, fields: dict[str, object]
 ) -> None:
     """Run the delegate's DEL; a lenient failure is logged, a strict one raised."""
-    from cni_delguard.invoke import delegate
-
     try:
-        path = delegate.find(settings.delegate_type, ctx.inv.cni_path)
-        outcome = delegate.run(
-            path, "DEL", inject.delegate_conf(conf, settings), ctx.environ, settings.timeouts["del"]
-        )
-    except errors.CniError as exc:
-        failure: errors.CniError | None = exc
-        fields["delegateExit"] = None
-    else:
-        fields["delegateExit"] = outcome.exit_status
-        fields["delegateMs"] = round(outcome.duration_ms, 1)
-        failure = (
-            None if outcome.ok else delegate.error_from(outcome, settings.delegate_type, "DEL")
-        )
-    if failure is None:
-        return
-    if decision == decide.FORWARD_LENIENT:
+        _call_delegate(ctx, conf, settings, fields)
+    except errors.CniError as failure:
+        if decision != decide.FORWARD_LENIENT:
+            raise
         fields["delegateError"] = {"code": failure.code, "msg": failure.msg}
         fields["reason"] = f"{fields['reason']}; the delegate failed, DEL reported as success"
-        return
-    raise failure

@@ -63,6 +63,7 @@ class Peek:
         "log_level",
         "multus_cache_dirs",
         "network",
+        "observe",
         "prev_result",
         "result_cache_dirs",
         "state_dir",
@@ -83,6 +84,7 @@ class Peek:
         level = conf.get("logLevel")
         self.log_level = level if isinstance(level, str) else defaults.LOG_LEVEL
         self.prev_result = isinstance(conf.get("prevResult"), dict)
+        self.observe = conf.get("mode") == defaults.OBSERVE
 
 
 def _abs_or(value: object, default: str) -> str:
@@ -107,6 +109,7 @@ class Settings:
         "lock_timeout",
         "log_file",
         "log_level",
+        "mode",
         "multus_cache_dirs",
         "network",
         "result_cache_dirs",
@@ -126,6 +129,7 @@ class Settings:
         self.log_level: str = d["logLevel"]
         self.delegate_type: str = d["delegateType"]
         self.delegate_capabilities: tuple[str, ...] = tuple(d["delegateCapabilities"])
+        self.mode: str = d["mode"]
 
 
 def digest(conf: dict[str, Any]) -> str:

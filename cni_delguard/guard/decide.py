@@ -18,7 +18,14 @@ FORWARD_STRICT = "forward-strict"
 class Evidence:
     """Signs that an ADD happened for one attachment (see evidence.gather)."""
 
-    __slots__ = ("lock", "marker", "multus_cache", "prev_result", "result_cache")
+    __slots__ = (
+        "bad_result_cache",
+        "lock",
+        "marker",
+        "multus_cache",
+        "prev_result",
+        "result_cache",
+    )
 
     def __init__(
         self,
@@ -27,12 +34,16 @@ class Evidence:
         multus_cache: bool = False,
         prev_result: bool = False,
         lock: bool = False,
+        bad_result_cache: bool = False,
     ) -> None:
         self.marker = marker  # None, ATTEMPTED, COMPLETED, DELETING or CORRUPT
-        self.result_cache = result_cache
+        self.result_cache = result_cache  # a libcni cache that holds a result
         self.multus_cache = multus_cache
         self.prev_result = prev_result
         self.lock = lock  # a lock file: an operation is running, or one was killed
+        # A file where libcni's cache would be that is not a libcni cache of a result: empty,
+        # torn by a crash while libcni wrote it (it writes in place), or something else.
+        self.bad_result_cache = bad_result_cache
 
     def names(self) -> list[str]:
         found = []
@@ -40,6 +51,8 @@ class Evidence:
             found.append(f"marker:{self.marker}")
         if self.result_cache:
             found.append("libcni-cache")
+        if self.bad_result_cache:
+            found.append("libcni-cache-invalid")
         if self.multus_cache:
             found.append("multus-cache")
         if self.prev_result:
@@ -68,7 +81,19 @@ def decide_del(ev: Evidence) -> tuple[str, str]:
         # ADD started through us and never completed: the delegate may hold partial state (so
         # it gets the DEL), but it may also have none and fail; that must not block removal.
         return FORWARD_LENIENT, "ADD attempted, never completed: forward DEL, failures are ignored"
+    if ev.bad_result_cache:
+        # libcni writes its cache in place after the ADD: an empty or torn one proves only
+        # that something was written, not that the ADD completed.
+        return FORWARD_LENIENT, (
+            "libcni cache is not a valid result (ADD at most attempted): forward DEL, "
+            "failures are ignored"
+        )
     if ev.multus_cache:
-        # multus saw an ADD we did not (e.g. before the guard was installed): keep its semantics.
-        return FORWARD_STRICT, "multus cache, no marker: forward DEL, delegate errors are returned"
+        # multus saves its cache before it runs any delegate and keeps it when an ADD fails: a
+        # sandbox whose ADD failed before the guard was installed has this and nothing else.
+        # Its delegates may hold partial state (so they get the DEL), but failing the DEL would
+        # keep the sandbox stuck for good (multus's retryDeleteOnError keeps the cache).
+        return FORWARD_LENIENT, (
+            "multus cache only (ADD attempted, never completed): forward DEL, failures are ignored"
+        )
     return SKIP, "no evidence of ADD: nothing to delete, delegate not called"

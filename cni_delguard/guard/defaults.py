@@ -11,3 +11,8 @@ TIMEOUTS = {"add": 180.0, "del": 60.0, "check": 60.0, "gc": 120.0, "status": 10.
 LOCK_TIMEOUT = 10.0
 LOG_FILE = "/var/log/cni-delguard/delguard.log"
 LOG_LEVEL = "info"
+# "enforce": the guard decides DELs; "observe": every DEL is forwarded as if the guard were not
+# there, and the log says what it would have decided (for a cautious roll-out).
+ENFORCE = "enforce"
+OBSERVE = "observe"
+MODE = ENFORCE

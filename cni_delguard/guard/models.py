@@ -85,6 +85,7 @@ class GuardConf(BaseModel):
     lockTimeout: Seconds = defaults.LOCK_TIMEOUT  # noqa: N815
     logFile: Annotated[str, AfterValidator(_log_file)] = defaults.LOG_FILE  # noqa: N815
     logLevel: Literal["debug", "info", "warning", "error"] = "info"  # noqa: N815
+    mode: Literal["enforce", "observe"] = "enforce"  # defaults.MODE
     capabilities: dict[str, bool] = Field(default_factory=dict)
     runtimeConfig: dict[str, Any] = Field(default_factory=dict)  # noqa: N815
     prevResult: dict[str, Any] | None = None  # noqa: N815
@@ -110,6 +111,7 @@ def validate(conf: dict[str, Any]) -> dict[str, Any]:
         "logLevel": model.logLevel,
         "delegateType": model.delegate.type,
         "delegateCapabilities": sorted(k for k, v in model.delegate.capabilities.items() if v),
+        "mode": model.mode,
     }
 
 

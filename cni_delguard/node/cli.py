@@ -86,6 +86,12 @@ def _add_install(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-file", metavar="PATH", help="the guard's logFile ('' disables)")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
     p.add_argument(
+        "--mode",
+        choices=("enforce", "observe"),
+        help="the guard's mode: observe forwards every DEL and only logs what it would have "
+        "decided (default: leave the conf's mode as it is; a new guard enforces)",
+    )
+    p.add_argument(
         "--watch",
         action="store_true",
         help="stay running and re-apply the patch when the conf is rewritten",
@@ -103,7 +109,12 @@ def _add_install(p: argparse.ArgumentParser) -> None:
 
 def options(args: argparse.Namespace) -> actions.Options:
     keys: dict[str, Any] = {}
-    guard_keys = (("state_dir", "stateDir"), ("log_file", "logFile"), ("log_level", "logLevel"))
+    guard_keys = (
+        ("state_dir", "stateDir"),
+        ("log_file", "logFile"),
+        ("log_level", "logLevel"),
+        ("mode", "mode"),
+    )
     for attr, key in guard_keys:
         if getattr(args, attr, None) is not None:
             keys[key] = getattr(args, attr)

@@ -1,59 +1,158 @@
 """`cni-delguard stats`: a summary of the decision log for the person on the node.
 
-Counts per command and decision, and the most recent DELs the guard answered without calling the
-delegate (the sandboxes it unblocked), read from the JSON-lines log (and its rotated `.1`).
+Counts per command and decision, the deadlock breaks (DELs the guard answered with success
+although the delegate failed, each with the delegate's error), what observe mode would have
+done, and the attachments whose DELs the guard answered without the delegate's success (repeats
+of one attachment collapsed), read from the JSON-lines log and its rotated `.1`. Any file and any
+bytes give a summary or one line on stderr (exit 2), never a traceback; control characters from
+the log are shown escaped.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import time
 from collections import Counter
+from datetime import UTC, datetime
 
 from cni_delguard.guard import defaults
+from cni_delguard.ops.logread import LogError, LogReader
+from cni_delguard.ops.text import clean
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from typing import Any, TextIO
 
-
-def _records(path: str) -> Iterator[dict[str, Any]]:
-    for name in (path + ".1", path):
-        try:
-            with open(name, "rb") as f:
-                for line in f:
-                    try:
-                        rec = json.loads(line)
-                    except ValueError:
-                        continue
-                    if isinstance(rec, dict):
-                        yield rec
-        except FileNotFoundError:
-            continue
+# DEL decisions answered without the delegate's success: skipped (not called), or forwarded with
+# failures ignored; `released` is an operator's release valve (issue 14), counted the same way.
+UNBLOCKED = ("skip", "forward-lenient", "released")
+BREAKS = ("forward-lenient", "released")
+OBSERVE = "observe"
+_TS = "%Y-%m-%dT%H:%M:%SZ"
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def summarize(path: str, last: int) -> dict[str, Any]:
-    counts: Counter[str] = Counter()
-    skipped: list[dict[str, Any]] = []
-    total = 0
-    for rec in _records(path):
-        total += 1
-        counts[f"{rec.get('command', '?')} {rec.get('decision', '?')}"] += 1
-        if rec.get("command") == "DEL" and rec.get("decision") in ("skip", "forward-lenient"):
-            skipped.append(
+class Tally:
+    """What the log says, folded one record at a time (also the metrics' source)."""
+
+    def __init__(self, since: str | None = None, network: str | None = None) -> None:
+        self.since = since
+        self.network = network
+        self.records = 0
+        self.counts: Counter[tuple[str, str]] = Counter()
+        self.breaks: list[dict[str, Any]] = []
+        self.would_skip = 0
+        self.would_free = 0
+        self.unblocked: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+    def wants(self, rec: dict[str, Any]) -> bool:
+        if self.network is not None and rec.get("network") != self.network:
+            return False
+        if self.since is not None:
+            ts = rec.get("ts")
+            return isinstance(ts, str) and ts >= self.since
+        return True
+
+    def add(self, rec: dict[str, Any]) -> None:
+        if not self.wants(rec):
+            return
+        self.records += 1
+        command, decision = _label(rec.get("command")), _label(rec.get("decision"))
+        self.counts[(command, decision)] += 1
+        if command != "DEL":
+            return
+        if decision == OBSERVE:
+            self.would_skip += rec.get("wouldDecide") == "skip"
+            self.would_free += rec.get("wouldFree") is True
+        elif decision in UNBLOCKED:
+            self._unblocked(rec, decision)
+
+    def _unblocked(self, rec: dict[str, Any], decision: str) -> None:
+        error = _delegate_error(rec)
+        entry = _attachment(rec)
+        if decision in BREAKS and error is not None:
+            self.breaks.append(
                 {
-                    k: rec.get(k)
-                    for k in ("ts", "decision", "network", "containerID", "ifname", "reason")
+                    **entry,
+                    "ts": rec.get("ts"),
+                    "decision": decision,
+                    "delegateError": error,
+                    "reason": rec.get("reason"),
                 }
             )
+        key = (entry["network"], entry["containerID"], entry["ifname"])
+        seen = self.unblocked.get(key)
+        if seen is None:
+            seen = self.unblocked[key] = {**entry, "first": rec.get("ts"), "count": 0}
+        seen.update(last=rec.get("ts"), decision=decision, count=seen["count"] + 1)
+        if error is not None:
+            seen["delegateError"] = error
+
+
+def _label(value: object) -> str:
+    return value if isinstance(value, str) else "?"
+
+
+def _attachment(rec: dict[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {k: _str(rec.get(k)) for k in ("network", "containerID", "ifname")}
+    entry["pod"] = _str(rec.get("pod")) or None
+    return entry
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def _delegate_error(rec: dict[str, Any]) -> dict[str, Any] | None:
+    err = rec.get("delegateError")
+    if not isinstance(err, dict):
+        return None
+    return {"code": err.get("code"), "msg": _str(err.get("msg"))}
+
+
+def read(path: str, since: str | None = None, network: str | None = None) -> tuple[Tally, int]:
+    """(the tally, malformed lines); LogError when the log cannot be read at all."""
+    reader = LogReader(path)
+    tally = Tally(since, network)
+    for rec in reader:
+        tally.add(rec)
+    return tally, reader.malformed
+
+
+def summarize(
+    path: str, last: int, since: str | None = None, network: str | None = None
+) -> dict[str, Any]:
+    tally, malformed = read(path, since, network)
+    attachments = sorted(tally.unblocked.values(), key=lambda e: _str(e["last"]))
     return {
         "log": path,
-        "records": total,
-        "decisions": dict(sorted(counts.items())),
-        "lastUnblockedDels": skipped[-last:] if last else [],
+        "records": tally.records,
+        "malformedLines": malformed,
+        "decisions": {f"{c} {d}": n for (c, d), n in sorted(tally.counts.items())},
+        "deadlockBreaks": len(tally.breaks),
+        "lastDeadlockBreaks": tally.breaks[-last:] if last else [],
+        "observe": {"wouldHaveSkipped": tally.would_skip, "wouldHaveFreed": tally.would_free},
+        "unblockedAttachments": len(attachments),
+        "lastUnblockedDels": attachments[-last:] if last else [],
     }
+
+
+def parse_since(value: str, now: float | None = None) -> str:
+    """`30m`, `2h`, `7d` ago, or a UTC time `2026-11-25T10:00:00Z` / a day `2026-11-25`."""
+    unit = value[-1:]
+    if unit in _UNITS and value[:-1].isdigit():
+        moment = (now if now is not None else time.time()) - int(value[:-1]) * _UNITS[unit]
+        return time.strftime(_TS, time.gmtime(moment))
+    for fmt in (_TS, "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"):
+        try:
+            parsed = datetime.strptime(value, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+        return parsed.strftime(_TS)
+    raise argparse.ArgumentTypeError(
+        f"--since {value!r}: give a duration (30m, 2h, 7d) or a UTC time (2026-11-25T10:00:00Z)"
+    )
 
 
 def register(sub: Any) -> None:
@@ -61,33 +160,86 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "stats",
         help="summarize the decision log",
-        description="Counts per command and decision, and the last DELs the guard answered "
-        "without the delegate's success, from the JSON-lines decision log.",
+        description="Counts per command and decision, the deadlock breaks with the delegate's "
+        "error, observe mode's would-have counts, and the last attachments whose DELs the guard "
+        "answered without the delegate's success, from the JSON-lines decision log.",
     )
     parser.add_argument(
         "--log-file", default=defaults.LOG_FILE, metavar="FILE", help="the log (%(default)s)"
     )
     parser.add_argument(
-        "--last", type=int, default=10, metavar="N", help="how many unblocked DELs to list (10)"
+        "--last", type=int, default=10, metavar="N", help="how many entries to list (10)"
     )
+    parser.add_argument("--since", type=parse_since, metavar="WHEN", help="30m, 2h, 7d or a time")
+    parser.add_argument("--network", metavar="NAME", help="only this network's decisions")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument(
+        "--prometheus",
+        metavar="FILE",
+        help="write node-exporter textfile metrics to FILE (atomically) instead of a summary",
+    )
+    parser.add_argument(
+        "--state-dir",
+        default=defaults.STATE_DIR,
+        metavar="DIR",
+        help="the guard's stateDir, for the markers in --prometheus (%(default)s)",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    if not os.path.exists(args.log_file) and not os.path.exists(args.log_file + ".1"):
-        stderr.write(f"cni-delguard stats: no log at {args.log_file}\n")
-        return 1
-    summary = summarize(args.log_file, max(args.last, 0))
+    if args.prometheus:
+        from cni_delguard.ops import metrics
+
+        try:
+            metrics.write(args.prometheus, args.log_file, args.state_dir)
+        except OSError as exc:
+            stderr.write(f"cni-delguard stats: cannot write {clean(args.prometheus)}: {exc}\n")
+            return 2
+        stdout.write(f"wrote {clean(args.prometheus)}\n")
+        return 0
+    try:
+        summary = summarize(args.log_file, max(args.last, 0), args.since, args.network)
+    except LogError as exc:
+        stderr.write(f"cni-delguard stats: {clean(exc)}\n")
+        return 2
     if args.json:
         stdout.write(json.dumps(summary, indent=2) + "\n")
-        return 0
-    lines = [f"{summary['records']} decisions in {args.log_file}"]
-    lines += [f"  {n:8d}  {what}" for what, n in summary["decisions"].items()]
-    lines.append("last DELs answered without the delegate's success:")
-    lines += [
-        f"  {r['ts']}  {r['decision']:15s} {r['network']} {r['containerID']} {r['ifname']}"
-        for r in summary["lastUnblockedDels"]
-    ]
-    stdout.write("\n".join(lines) + "\n")
+    else:
+        stdout.write("\n".join(_text(summary, args.log_file)) + "\n")
     return 0
+
+
+def _text(summary: dict[str, Any], log: str) -> list[str]:
+    lines = [f"{summary['records']} decisions in {clean(log)}"]
+    if summary["malformedLines"]:
+        lines[0] += f" ({summary['malformedLines']} malformed lines skipped)"
+    lines += [f"  {n:8d}  {clean(what)}" for what, n in summary["decisions"].items()]
+    obs = summary["observe"]
+    if obs["wouldHaveSkipped"] or obs["wouldHaveFreed"]:
+        lines.append(
+            f"observe mode: would have skipped {obs['wouldHaveSkipped']} DELs, "
+            f"would have freed {obs['wouldHaveFreed']} (the delegate failed them)"
+        )
+    lines.append(
+        f"deadlock breaks (delegate failed, DEL answered success): {summary['deadlockBreaks']}"
+    )
+    for b in summary["lastDeadlockBreaks"]:
+        err = b["delegateError"]
+        lines.append(
+            f"  {clean(b['ts'])}  {_who(b)}  delegate error {clean(err['code'])}: "
+            f"{clean(err['msg'])}"
+        )
+    lines.append(
+        f"attachments whose DELs were answered without the delegate's success: "
+        f"{summary['unblockedAttachments']}"
+    )
+    for a in summary["lastUnblockedDels"]:
+        times = f" x{a['count']}" if a["count"] > 1 else ""
+        lines.append(f"  {clean(a['last'])}  {clean(a['decision']):15s} {_who(a)}{times}")
+    return lines
+
+
+def _who(entry: dict[str, Any]) -> str:
+    who = f"{clean(entry['network'])} {clean(entry['containerID'])} {clean(entry['ifname'])}"
+    return f"{who} pod {clean(entry['pod'])}" if entry.get("pod") else who

@@ -4,8 +4,9 @@ The stand-in delegate (tests/fakes/stale_delegate.py) fails DEL when it holds no
 kube-ovn's "server_socket is required in cni.conf". Without the guard, DEL of a never-added
 attachment fails (the runtime keeps the sandbox forever); with the guard it succeeds and the
 delegate is not called. After a completed ADD, though, a failing delegate DEL must reach the
-runtime: swallowing it would leak real state. A multus cache without our marker (an ADD the guard
-never saw) is treated the same way.
+runtime: swallowing it would leak real state. A multus cache alone (an ADD the guard never saw,
+which multus's cache proves was attempted, not completed) forwards the DEL and ignores a failure:
+that frees a sandbox stuck before the guard was installed.
 """
 
 from __future__ import annotations
@@ -56,12 +57,11 @@ def test_delegate_del_error_after_completed_add_is_propagated(lab: Lab, version:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_multus_cache_without_marker_is_strict(lab: Lab, version: str) -> None:
+def test_multus_cache_without_marker_is_lenient(lab: Lab, version: str) -> None:
     conf = lab.conflist(version, [lab.guard(lab.fake())])
     inner = lab.nets.new("i")
     (lab.tmp / "multus" / container_id(inner.path)).write_text("{}")
 
-    out = lab.runner(conf).delete(inner.path)
-    failed(out, "DEL with multus evidence and a delegate that fails")
-    assert STALE_MSG in out.stdout + out.stderr
-    assert len(lab.fake_calls("DEL")) == 1
+    ok(lab.runner(conf).delete(inner.path), "DEL with only multus evidence, delegate failing")
+    assert len(lab.fake_calls("DEL")) == 1, "the delegate did not get the DEL"
+    assert lab.state_files() == []

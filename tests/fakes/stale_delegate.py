@@ -16,6 +16,11 @@ whether, how often and with which stdin it was called. Knobs, all in its own plu
     hang             list of commands that sleep instead of answering, e.g. ["ADD"] (optional)
     hangSeconds      how long "hang" sleeps (default 3600)
     addHangAfterState  with "ADD" in hang: write the state file first, then hang
+    delStdout        text printed on a successful DEL (to prove a wrapper passes it unchanged)
+    cniDir           behave like multus's scratch cache (multus v4 CmdAdd saves its delegates
+                     to <cniDir>/<containerID> before it runs any of them, and with
+                     retryDeleteOnError keeps the file when a DEL fails): ADD writes that file
+                     first, even when it then fails; only a successful DEL removes it
 
 Install it with tests.support.fakes.install_fake(); it is run as a plugin (CNI_COMMAND in env).
 """
@@ -59,6 +64,28 @@ def _state_path(conf: dict[str, object]) -> str:
     )
 
 
+def _save_cache(cni_dir: str, raw: str) -> None:
+    os.makedirs(cni_dir, exist_ok=True)
+    with open(os.path.join(cni_dir, os.environ["CNI_CONTAINERID"]), "w", encoding="utf-8") as f:
+        f.write(raw)
+
+
+def _delete(conf: dict[str, object], version: str) -> int:
+    path = _state_path(conf)
+    if not os.path.exists(path):
+        # kube-ovn's answer when multus hands it a config rebuilt without runtime state.
+        return _error(version, 7, "server_socket is required in cni.conf")
+    if conf.get("failDel"):
+        return _error(version, int(conf["failDel"]), "fake delegate: DEL refused")
+    os.unlink(path)
+    if isinstance(conf.get("cniDir"), str):
+        cache = os.path.join(str(conf["cniDir"]), os.environ["CNI_CONTAINERID"])
+        if os.path.exists(cache):
+            os.unlink(cache)
+    sys.stdout.write(str(conf.get("delStdout", "")))
+    return 0
+
+
 def main() -> int:
     command = os.environ.get("CNI_COMMAND", "")
     if command == "VERSION":
@@ -72,6 +99,8 @@ def main() -> int:
     if command in hang and not (command == "ADD" and conf.get("addHangAfterState")):
         time.sleep(float(conf.get("hangSeconds", 3600)))
     if command == "ADD":
+        if isinstance(conf.get("cniDir"), str):
+            _save_cache(str(conf["cniDir"]), raw)
         if conf.get("failAdd"):
             return _error(version, int(conf["failAdd"]), "fake delegate: ADD refused")
         with open(_state_path(conf), "w", encoding="utf-8") as f:
@@ -84,14 +113,7 @@ def main() -> int:
         sys.stdout.write(json.dumps(result))
         return 0
     if command == "DEL":
-        path = _state_path(conf)
-        if not os.path.exists(path):
-            # kube-ovn's answer when multus hands it a config rebuilt without runtime state.
-            return _error(version, 7, "server_socket is required in cni.conf")
-        if conf.get("failDel"):
-            return _error(version, int(conf["failDel"]), "fake delegate: DEL refused")
-        os.unlink(path)
-        return 0
+        return _delete(conf, version)
     if command in ("CHECK", "GC", "STATUS"):
         return 0
     return _error(version, 4, f"unknown CNI_COMMAND {command!r}")

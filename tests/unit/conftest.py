@@ -50,6 +50,19 @@ class Node:
         conf.update(extra)
         return conf
 
+    def libcni_cache(
+        self, cid: str = "c1", ifname: str = "eth0", body: bytes | None = None
+    ) -> Path:
+        """libcni's result cache for (net1, cid, ifname), as libcni writes it after an ADD
+        (libcni/api.go cachedInfo), or `body` as given (a torn or foreign file)."""
+        path = self.results / f"net1-{cid}-{ifname}"
+        if body is None:
+            entry = {"kind": "cniCacheV1", "containerId": cid, "ifName": ifname,
+                     "networkName": "net1", "config": "e30=", "result": {"cniVersion": "1.0.0"}}
+            body = json.dumps(entry).encode()
+        path.write_bytes(body)
+        return path
+
     def env(self, command: str, cid: str = "c1", ifname: str = "eth0") -> dict[str, str]:
         return {
             "CNI_COMMAND": command,
@@ -100,6 +113,7 @@ def make_settings(state_dir: str = "/s", caps: tuple[str, ...] = ()) -> config.S
             "logLevel": "info",
             "delegateType": "multus",
             "delegateCapabilities": list(caps),
+            "mode": "enforce",
         }
     )
 

@@ -75,7 +75,7 @@ def test_failing_delegate_del_after_completed_add_is_propagated(node, evidence):
     if evidence != "completed-marker":
         (node.state / "networks/net1/c1:eth0.json").unlink()
     if evidence == "libcni-cache":
-        (node.results / "net1-c1-eth0").write_text("{}")
+        node.libcni_cache()
     if evidence == "prevResult":
         conf["prevResult"] = {"cniVersion": "1.0.0", "ips": []}
     code, out = node.run("DEL", conf)
@@ -89,11 +89,50 @@ def test_failing_delegate_del_after_completed_add_is_propagated(node, evidence):
     assert node.decisions()[-1]["decision"] == "forward-strict"
 
 
-def test_multus_cache_alone_forwards_strictly(node):
+def test_multus_cache_alone_forwards_leniently(node):
+    # multus saved its cache, then its delegate's ADD failed, before the guard was installed.
     (node.multus / "c1").write_text("{}")
-    code, out = node.run("DEL", node.conf())
-    assert code == 1 and out["code"] == 7
+    assert node.run("DEL", node.conf()) == (0, None)
     assert node.calls() == ["DEL"]
+    rec = node.decisions()[-1]
+    assert (rec["decision"], rec["evidence"]) == ("forward-lenient", ["multus-cache", "lock"])
+    assert rec["delegateError"]["msg"] == "server_socket is required in cni.conf"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b'{"kind": "cniCacheV1", "containerId": "c1", "res', b'{"kind": "cniCacheV1"}',
+     b'{"kind": "other", "result": {}}', b'{"kind": "cniCacheV1", "result": null}', b"\xff\xfe"],
+    ids=["empty", "torn", "no-result", "other-kind", "null-result", "not-utf8"],
+)
+def test_an_invalid_libcni_cache_is_at_most_attempted(node, body):
+    node.libcni_cache(body=body)
+    assert node.run("DEL", node.conf()) == (0, None)
+    assert node.calls() == ["DEL"]
+    rec = node.decisions()[-1]
+    assert rec["decision"] == "forward-lenient"
+    assert rec["evidence"] == ["libcni-cache-invalid", "lock"]
+
+
+def test_a_valid_libcni_cache_beats_an_invalid_one_in_another_dir(node, tmp_path):
+    other = tmp_path / "other-results"
+    other.mkdir()
+    (other / "net1-c1-eth0").write_bytes(b"")
+    node.libcni_cache()
+    code, out = node.run("DEL", node.conf(resultCacheDirs=[str(other), str(node.results)]))
+    assert code == 1 and out["code"] == 7
+    rec = node.decisions()[-1]
+    assert rec["decision"] == "forward-strict"
+    assert rec["evidence"] == ["libcni-cache", "libcni-cache-invalid", "lock"]
+
+
+def test_a_symlink_where_libcni_caches_is_not_followed(node, tmp_path):
+    real = tmp_path / "elsewhere"
+    real.write_bytes(node.libcni_cache().read_bytes())
+    (node.results / "net1-c1-eth0").unlink()
+    (node.results / "net1-c1-eth0").symlink_to(real)
+    assert node.run("DEL", node.conf()) == (0, None)
+    assert node.decisions()[-1]["evidence"] == ["libcni-cache-invalid", "lock"]
 
 
 @pytest.mark.parametrize(
@@ -112,7 +151,7 @@ def test_broken_config_del_without_evidence_still_succeeds(node, stdin):
 
 
 def test_invalid_config_del_with_evidence_reports_the_config_error(node):
-    (node.results / "net1-c1-eth0").write_text("{}")
+    node.libcni_cache()
     code, out = node.run("DEL", node.conf(lockTimeout="soon"))
     assert code == 1 and out["code"] == errors.INVALID_CONFIG
     assert node.calls() == []
@@ -269,7 +308,7 @@ def test_a_del_interrupted_after_the_delegate_deleted_does_not_deadlock(node):
     fail because the delegate has nothing left to delete."""
     node.run("ADD", node.conf())
     (node.fake_state / "c1:eth0").unlink()  # the delegate's DEL had already run
-    (node.results / "net1-c1-eth0").write_text("{}")
+    node.libcni_cache()
     marker = node.state / "networks/net1/c1:eth0.json"
     marker.write_text(json.dumps({"state": "deleting", "containerID": "c1", "ifname": "eth0"}))
     conf = node.conf()

@@ -14,31 +14,49 @@ MARKERS = (None, ATTEMPTED, COMPLETED, DELETING, CORRUPT)
 FLAGS = (False, True)
 
 
-def expected(marker: str | None, result_cache: bool, multus: bool, prev: bool) -> str:
-    """The table of docs/DESIGN.md, written out independently of decide.py."""
+def expected(marker: str | None, result_cache: bool, multus: bool, prev: bool, bad: bool) -> str:
+    """The table of docs/DESIGN.md, written out independently of decide.py: completion
+    (strict) needs prevResult, a libcni cache of a result or our completed marker; every
+    sign of an attempt alone (our attempted or unreadable marker, an invalid libcni cache,
+    multus's cache) is lenient."""
     if marker == DELETING:
         return decide.FORWARD_LENIENT
     if prev or result_cache or marker == COMPLETED:
         return decide.FORWARD_STRICT
-    if marker in (ATTEMPTED, CORRUPT):
+    if marker in (ATTEMPTED, CORRUPT) or bad or multus:
         return decide.FORWARD_LENIENT
-    if multus:
-        return decide.FORWARD_STRICT
     return decide.SKIP
 
 
 CASES = [
-    pytest.param(m, r, mu, p, lk, id=f"marker={m}-cache={r}-multus={mu}-prev={p}-lock={lk}")
-    for m, r, mu, p, lk in itertools.product(MARKERS, FLAGS, FLAGS, FLAGS, FLAGS)
+    pytest.param(
+        m, r, b, mu, p, lk, id=f"marker={m}-cache={r}-bad={b}-multus={mu}-prev={p}-lock={lk}"
+    )
+    for m, r, b, mu, p, lk in itertools.product(MARKERS, FLAGS, FLAGS, FLAGS, FLAGS, FLAGS)
 ]
 
 
-@pytest.mark.parametrize(("marker", "result_cache", "multus", "prev", "lock"), CASES)
-def test_every_combination(marker, result_cache, multus, prev, lock):
-    ev = Evidence(marker, result_cache, multus, prev, lock)
+@pytest.mark.parametrize(("marker", "result_cache", "bad", "multus", "prev", "lock"), CASES)
+def test_every_combination(marker, result_cache, bad, multus, prev, lock):
+    ev = Evidence(marker, result_cache, multus, prev, lock, bad_result_cache=bad)
     decision, reason = decide_del(ev)
-    assert decision == expected(marker, result_cache, multus, prev)
+    assert decision == expected(marker, result_cache, multus, prev, bad)
     assert reason
+
+
+def test_each_row_gives_its_own_reason():
+    reasons = {
+        decide_del(ev)[1]
+        for ev in (
+            Evidence(DELETING),
+            Evidence(COMPLETED),
+            Evidence(ATTEMPTED),
+            Evidence(bad_result_cache=True),
+            Evidence(multus_cache=True),
+            Evidence(),
+        )
+    }
+    assert len(reasons) == 6
 
 
 def test_a_lock_file_alone_is_not_evidence_of_add_but_needs_the_lock():
@@ -49,8 +67,15 @@ def test_a_lock_file_alone_is_not_evidence_of_add_but_needs_the_lock():
 
 
 def test_names_list_what_was_found():
-    ev = Evidence(ATTEMPTED, True, True, True, True)
-    assert ev.names() == ["marker:attempted", "libcni-cache", "multus-cache", "prevResult", "lock"]
+    ev = Evidence(ATTEMPTED, True, True, True, True, bad_result_cache=True)
+    assert ev.names() == [
+        "marker:attempted",
+        "libcni-cache",
+        "libcni-cache-invalid",
+        "multus-cache",
+        "prevResult",
+        "lock",
+    ]
     assert Evidence().names() == []
 
 

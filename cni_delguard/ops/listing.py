@@ -1,0 +1,62 @@
+"""`cni-delguard list`: the guard's markers on this node (network, container, ifname, state,
+age, pod), as a table or JSON."""
+
+from __future__ import annotations
+
+import json
+
+from cni_delguard.cni import errors
+from cni_delguard.guard import defaults
+from cni_delguard.ops import scan
+from cni_delguard.ops.text import age, clean
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any, TextIO
+
+COLUMNS = ("NETWORK", "CONTAINER", "IFNAME", "STATE", "AGE", "POD")
+
+
+def register(sub: Any) -> None:
+    """Add `list` to cni_delguard.cli's subcommands."""
+    parser = sub.add_parser(
+        "list",
+        help="list the guard's markers on this node",
+        description="The guard's markers: one per attachment whose ADD it has seen and whose "
+        "DEL has not yet succeeded.",
+    )
+    parser.add_argument(
+        "--state-dir", default=defaults.STATE_DIR, metavar="DIR", help="(%(default)s)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the markers as JSON")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    now = scan.now()
+    try:
+        found = scan.markers(args.state_dir)
+    except FileNotFoundError:
+        found = []  # no state dir yet: the guard has seen no ADD
+    except (OSError, errors.CniError) as exc:
+        msg = exc.msg if isinstance(exc, errors.CniError) else str(exc)
+        stderr.write(f"cni-delguard list: {clean(msg)}\n")
+        return 2
+    if args.json:
+        stdout.write(json.dumps([m.as_dict(now) for m in found], indent=2) + "\n")
+        return 0
+    rows: list[tuple[str, ...]] = [COLUMNS]
+    rows += [
+        (m.network, m.container_id, m.ifname, m.state, age(m.age(now)), m.pod_name() or "-")
+        for m in found
+    ]
+    rows = [tuple(clean(c) for c in row) for row in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    for row in rows:
+        stdout.write(
+            "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n"
+        )
+    if not found:
+        stdout.write(f"no markers in {clean(args.state_dir)}\n")
+    return 0

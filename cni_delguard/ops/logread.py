@@ -1,0 +1,105 @@
+"""Reading the decision log for the operator's tools: any file, any bytes, never a traceback.
+
+The log (and its rotated `.1`) is read in bounded chunks; a line that is not a JSON object, not
+UTF-8 or longer than MAX_LINE is counted as malformed and skipped. A path that is not a regular
+file (a directory, a FIFO that would block, a device) is refused with one line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+# The guard's lines are well under 4 KiB; anything this long is not one of them.
+MAX_LINE = 1024 * 1024
+_CHUNK = 256 * 1024
+
+
+class LogError(Exception):
+    """The log cannot be read at all (the one-line message is the exception's text)."""
+
+
+class LogReader:
+    """Iterate the records of `<path>.1` then `<path>`; `malformed` counts what was skipped."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.malformed = 0
+        self.files = [name for name in (path + ".1", path) if _present(name)]
+        if not self.files:
+            raise LogError(f"no log at {path}")
+        for name in self.files:
+            _check_regular(name)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for name in self.files:
+            for line in _lines(name):
+                rec = self._parse(line)
+                if rec is not None:
+                    yield rec
+
+    def _parse(self, line: bytes | None) -> dict[str, Any] | None:
+        if line is None:  # over MAX_LINE
+            self.malformed += 1
+            return None
+        if not line.strip():
+            return None
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            rec = None
+        if not isinstance(rec, dict):
+            self.malformed += 1
+            return None
+        return rec
+
+
+def _present(name: str) -> bool:
+    try:
+        os.stat(name)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise LogError(f"cannot read {name}: {exc.strerror or exc}") from None
+    return True
+
+
+def _check_regular(name: str) -> None:
+    st = os.stat(name)
+    if stat.S_ISDIR(st.st_mode):
+        raise LogError(f"{name} is a directory, not a log file")
+    if not stat.S_ISREG(st.st_mode):
+        raise LogError(f"{name} is not a regular file")
+
+
+def _lines(name: str) -> Iterator[bytes | None]:
+    """The file's lines without their newline; None for each line over MAX_LINE."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise LogError(f"cannot read {name}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since the check
+            raise LogError(f"{name} is not a regular file")
+        pending = b""
+        overlong = False
+        while chunk := os.read(fd, _CHUNK):
+            parts = (pending + chunk).split(b"\n")
+            pending = parts.pop()
+            for part in parts:
+                yield None if overlong else part
+                overlong = False
+            if len(pending) > MAX_LINE:
+                pending, overlong = b"", True
+        if pending or overlong:
+            yield None if overlong else pending
+    except OSError as exc:
+        raise LogError(f"cannot read {name}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)

@@ -1,0 +1,193 @@
+"""The guard's state on a node, read for people: markers and lock files of every network.
+
+Read through directory descriptors with fsutil (no symlink followed, bounded reads), the same
+way the plugin reads them; the store's layout is docs/DESIGN.md's "On-disk state".
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+from cni_delguard.cni import errors
+from cni_delguard.cni.skel import valid_network
+from cni_delguard.state import fsutil, store
+from cni_delguard.state.marker import CORRUPT, KNOWN
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+
+@dataclass
+class Marker:
+    network: str
+    key: str
+    path: str
+    state: str
+    container_id: str = ""
+    ifname: str = ""
+    time: float | None = None
+    pod: dict[str, str] = field(default_factory=dict)
+
+    def age(self, now: float) -> float | None:
+        return None if self.time is None else max(0.0, now - self.time)
+
+    def pod_name(self) -> str:
+        """`namespace/name` when the marker names its pod (issue 14's "pod" field)."""
+        ns, name = self.pod.get("namespace"), self.pod.get("name")
+        return f"{ns}/{name}" if ns and name else ""
+
+    def as_dict(self, now: float) -> dict[str, Any]:
+        age = self.age(now)
+        return {
+            "network": self.network,
+            "containerID": self.container_id,
+            "ifname": self.ifname,
+            "state": self.state,
+            "time": self.time,
+            "ageSeconds": None if age is None else round(age, 1),
+            "pod": self.pod or None,
+            "path": self.path,
+        }
+
+
+@dataclass
+class LockFile:
+    network: str
+    key: str
+    path: str
+    has_marker: bool
+    mtime: float
+
+
+def network_dirs(state_dir: str) -> Iterator[tuple[str, int]]:
+    """(network, dir fd) for each network dir; the fd is closed when the caller moves on.
+    Raises FileNotFoundError when the state dir is missing, CniError when it is unsafe."""
+    root = fsutil.open_dir(state_dir)
+    try:
+        nets_path = os.path.join(state_dir, store.NETWORKS)
+        try:
+            nets = fsutil.open_subdir(root, store.NETWORKS, nets_path, create=False)
+        except FileNotFoundError:
+            return
+    finally:
+        os.close(root)
+    try:
+        for name in sorted(os.listdir(nets)):
+            if not valid_network(name):
+                continue
+            try:
+                fd = fsutil.open_subdir(nets, name, os.path.join(nets_path, name), create=False)
+            except (OSError, errors.CniError):
+                continue  # not a directory, or unsafe: never read through it
+            try:
+                yield name, fd
+            finally:
+                os.close(fd)
+    finally:
+        os.close(nets)
+
+
+def markers(state_dir: str) -> list[Marker]:
+    found = []
+    for network, fd in network_dirs(state_dir):
+        for name in sorted(os.listdir(fd)):
+            if name.startswith(".") or not name.endswith(store.MARKER_SUFFIX):
+                continue
+            path = os.path.join(store.network_dir(state_dir, network), name)
+            found.append(_marker(network, name[: -len(store.MARKER_SUFFIX)], path, fd, name))
+    return found
+
+
+def _marker(network: str, key: str, path: str, fd: int, name: str) -> Marker:
+    try:
+        data = fsutil.read_at(fd, name)
+    except OSError:
+        data = None
+    try:
+        body = json.loads(data) if data else None
+    except (ValueError, RecursionError):
+        body = None
+    m = Marker(network, key, path, CORRUPT)
+    if not isinstance(body, dict):
+        return m
+    state = body.get("state")
+    m.state = state if state in KNOWN else CORRUPT
+    m.container_id = _text(body.get("containerID"))
+    m.ifname = _text(body.get("ifname"))
+    stamp = body.get("time")
+    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
+        m.time = float(stamp)
+    pod = body.get("pod")
+    if isinstance(pod, dict):
+        m.pod = {k: v for k in ("namespace", "name", "uid") if isinstance(v := pod.get(k), str)}
+    return m
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def lock_files(state_dir: str) -> list[LockFile]:
+    found = []
+    for network, fd in network_dirs(state_dir):
+        names = set(os.listdir(fd))
+        for name in sorted(names):
+            if name.startswith(".") or not name.endswith(store.LOCK_SUFFIX):
+                continue
+            key = name[: -len(store.LOCK_SUFFIX)]
+            try:
+                mtime = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime
+            except FileNotFoundError:
+                continue
+            path = os.path.join(store.network_dir(state_dir, network), name)
+            found.append(LockFile(network, key, path, key + store.MARKER_SUFFIX in names, mtime))
+    return found
+
+
+def lock_held(path: str) -> bool | None:
+    """True when an operation holds the lock now, False when it is free, None when it is gone.
+    A flock attempt on a read-only descriptor: it never creates the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ELOOP):
+            return None
+        raise
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def remove_orphaned_lock(lock: LockFile) -> str:
+    """Remove a lock file that no operation holds and no marker needs, while holding it (as
+    a finishing DEL does: a waiter that then wins the flock sees the file gone and retries)."""
+    fd = os.open(lock.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return "left in place: an operation holds it now"
+        marker = lock.path[: -len(store.LOCK_SUFFIX)] + store.MARKER_SUFFIX
+        if os.path.lexists(marker):
+            return "left in place: a marker appeared"
+        if os.stat(lock.path, follow_symlinks=False).st_ino != os.fstat(fd).st_ino:
+            return "left in place: replaced meanwhile"
+        os.unlink(lock.path)
+        return "removed"
+    finally:
+        os.close(fd)
+
+
+def now() -> float:
+    return time.time()

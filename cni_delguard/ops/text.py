@@ -1,0 +1,36 @@
+"""Text from the node (log lines, file names, markers) made safe for a terminal.
+
+Anything in the decision log or a state dir may hold bytes an attacker chose (a container ID is
+validated, but a log or a file name planted by hand is not): control characters, escape
+sequences, bidi overrides. They are shown escaped, never written raw.
+"""
+
+from __future__ import annotations
+
+
+def clean(value: object) -> str:
+    """`value` as one printable line: non-printable characters as \\x.., \\u.. escapes."""
+    text = value if isinstance(value, str) else str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def age(seconds: float | None) -> str:
+    """A short age for a table: 45s, 12m, 3h, 2d."""
+    if seconds is None:
+        return "?"
+    s = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"{s // size}{unit}"
+    return f"{s}s"
