@@ -102,13 +102,14 @@ def _version_of(data: bytes) -> str | None:
 def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     """Every subcommand registers itself from its own module (the tools' floors)."""
     from cni_delguard.node import cli as node_cli
-    from cni_delguard.ops import stats
+    from cni_delguard.ops import release, stats
     from cni_delguard.tooling import Parser
 
     parser = Parser(prog="cni-delguard", description=DESCRIPTION, out=out, err=err)
     parser.add_argument("--version", action="version", version=f"cni-delguard {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     stats.register(sub)
+    release.register(sub)
     node_cli.register(sub)
     version = sub.add_parser("version", help="print the version and exit")
     version.set_defaults(run=lambda _args, o, _e: _print_version(o))

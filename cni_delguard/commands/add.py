@@ -28,7 +28,9 @@ def run(ctx: Context, data: bytes) -> bytes:
     settings = load(ctx, conf)
     path = delegate.find(settings.delegate_type, ctx.inv.cni_path)
     key = store.attachment_key(ctx.inv.container_id, ctx.inv.ifname)
-    with store.MarkerStore(settings.state_dir, settings.network, create=True) as markers:
+    with store.MarkerStore(
+        settings.state_dir, settings.network, create=True, pod=ctx.pod
+    ) as markers:
         lock_file = store.lock_path(settings.state_dir, settings.network, key)
         with AttachmentLock(lock_file, settings.lock_timeout) as lock:
             markers.write(key, marker.ATTEMPTED, ctx.inv.container_id, ctx.inv.ifname)

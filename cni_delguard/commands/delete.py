@@ -61,7 +61,9 @@ def _locked(ctx: Context, conf: dict[str, Any], settings: Settings) -> bytes:
     from cni_delguard.state.locking import AttachmentLock
 
     key = store.attachment_key(ctx.inv.container_id, ctx.inv.ifname)
-    with store.MarkerStore(settings.state_dir, settings.network, create=True) as markers:
+    with store.MarkerStore(
+        settings.state_dir, settings.network, create=True, pod=ctx.pod
+    ) as markers:
         lock_file = store.lock_path(settings.state_dir, settings.network, key)
         with AttachmentLock(lock_file, settings.lock_timeout) as lock:
             ev = gather(ctx, settings, conf)
@@ -70,7 +72,8 @@ def _locked(ctx: Context, conf: dict[str, Any], settings: Settings) -> bytes:
             if decision == decide.FORWARD_LENIENT:
                 _reap(ctx, markers, key, fields)
             if decision != decide.SKIP:
-                _forward_recorded(ctx, conf, settings, decision, fields, markers, key)
+                with _Release(markers, key, fields):
+                    _forward_recorded(ctx, conf, settings, decision, fields, markers, key)
             try:
                 markers.remove(key)
                 lock.remove()
@@ -78,8 +81,37 @@ def _locked(ctx: Context, conf: dict[str, Any], settings: Settings) -> bytes:
                 # The DEL itself is done; a state dir that went read-only (or broke) only
                 # keeps the marker, and the next DEL is forwarded again. Never fail for that.
                 fields["warning"] = f"marker not removed: {exc}"
-    ctx.record("warning" if "warning" in fields else "info", settings.network, **fields)
+    leak = "warning" in fields or fields["decision"] == decide.RELEASED
+    ctx.record("warning" if leak else "info", settings.network, **fields)
     return b""
+
+
+class _Release:
+    """Around a strict forward: when an operator released the attachment (ops/release.py), a
+    delegate failure (or timeout) is logged with the operator's reason and the DEL succeeds.
+    The delegate still got its DEL; the record goes with the marker (store.remove)."""
+
+    def __init__(self, markers: store.MarkerStore, key: str, fields: dict[str, object]) -> None:
+        self.fields = fields
+        strict = fields["decision"] == decide.FORWARD_STRICT
+        self.record = markers.release(key) if strict else None
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
+        if self.record is None or not isinstance(exc, errors.CniError):
+            return False
+        given = {k: self.record.get(k) for k in ("reason", "uid", "time") if k in self.record}
+        self.fields["decision"] = decide.RELEASED
+        self.fields["reason"] = (
+            f"{self.fields['reason']}; released by an operator "
+            f"({given.get('reason', 'no reason recorded')}): "
+            "the delegate failed, DEL reported as success, its state is left behind"
+        )
+        self.fields["release"] = given
+        self.fields["delegateError"] = {"code": exc.code, "msg": exc.msg}
+        return True
 
 
 def _reap(ctx: Context, markers: store.MarkerStore, key: str, fields: dict[str, object]) -> None:
