@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from cni_delguard.ops import stuck
 from tests.support import guard
 from tests.support.fakes import install_fake
 
@@ -298,3 +301,25 @@ def test_hostile_cni_args_never_reach_marker_or_log(node):
     assert "pod" not in line and "podUID" not in line
     assert "\x1b" not in (node / "log").read_text() and "etc" not in (node / "log").read_text()
     assert release(node, "--pod", "default/web").returncode == 2
+
+
+def test_stuck_finds_it_in_the_real_log_and_its_command_releases_it(node):
+    """ops/stuck.py (for doctor) on the log this very guard wrote, and the command it gives."""
+    assert cni(node, "ADD")[0] == 0
+    assert cni(node, "DEL")[0] == 1
+    assert cni(node, "DEL")[0] == 1
+    later = time.time() + 3600  # judged an hour later: no waiting in the test
+    [found] = stuck.find_stuck(log_lines(node), later, state_dir=str(node / "state"))
+    assert (found.container_id, found.ifname, found.network) == ("c1", "eth0", "net1")
+    assert (found.pod, found.pod_uid, found.failures) == ("default/web", UID, 2)
+    assert found.last_error == {"code": 7, "msg": STALE_DEL}
+    argv = shlex.split(found.command)
+    assert argv[:2] == ["cni-delguard", "release"]
+    proc = subprocess.run(
+        [str(node / "bin" / "cni-delguard"), *argv[1:]],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert cni(node, "DEL") == (0, None)
+    assert log_lines(node)[-1]["decision"] == "released"
+    assert stuck.find_stuck(log_lines(node), later, state_dir=str(node / "state")) == []
