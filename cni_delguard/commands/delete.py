@@ -103,10 +103,10 @@ class _Release:
         if self.record is None or not isinstance(exc, errors.CniError):
             return False
         given = {k: self.record.get(k) for k in ("reason", "uid", "time") if k in self.record}
+        why = str(given.get("reason", "no reason recorded"))[:500]  # the tool's own limit
         self.fields["decision"] = decide.RELEASED
         self.fields["reason"] = (
-            f"{self.fields['reason']}; released by an operator "
-            f"({given.get('reason', 'no reason recorded')}): "
+            f"{self.fields['reason']}; released by an operator ({why}): "
             "the delegate failed, DEL reported as success, its state is left behind"
         )
         self.fields["release"] = given

@@ -44,10 +44,6 @@ def lock_path(state_dir: str, network: str, key: str) -> str:
     return os.path.join(network_dir(state_dir, network), key + LOCK_SUFFIX)
 
 
-def release_path(state_dir: str, network: str, key: str) -> str:
-    return os.path.join(network_dir(state_dir, network), key + RELEASE_SUFFIX)
-
-
 def parse_marker(data: bytes | None) -> str | None:
     """The state a marker records; CORRUPT for anything we did not write."""
     if data is None:

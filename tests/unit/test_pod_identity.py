@@ -1,6 +1,7 @@
 """The pod's identity from CNI_ARGS (skel.pod_identity): what the runtime sends is kept, anything
 Kubernetes would not accept as a namespace, pod name or UID is dropped, whatever else is in there.
-Then where it goes: every marker (store) and every log line (Context.record)."""
+Then where it goes: every marker (store) and every log line (Context.record); and the release
+record beside the marker, which goes with it."""
 
 from __future__ import annotations
 
@@ -146,3 +147,18 @@ def test_marker_without_a_pod_store_has_no_pod_key(tmp_path):
     with store.MarkerStore(str(tmp_path), "net1", create=True) as markers:
         markers.write("c1:eth0", "completed", "c1", "eth0")
         assert "pod" not in markers.body("c1:eth0")
+
+
+def test_gc_prunes_release_records_with_their_attachments(tmp_path):
+    from cni_delguard.guard import prune
+    from tests.unit.conftest import make_settings
+
+    with store.MarkerStore(str(tmp_path), "net1", create=True) as markers:
+        for cid in ("keep", "drop"):
+            markers.write(f"{cid}:eth0", "completed", cid, "eth0")
+            markers.put_release(f"{cid}:eth0", {"reason": "r"})
+        markers.put_release("orphan:eth0", {"reason": "r"})  # its marker went by hand
+    pruned = prune.prune(make_settings(tmp_path), [{"containerID": "keep", "ifname": "eth0"}])
+    assert pruned == ["drop:eth0", "orphan:eth0"]
+    net = tmp_path / "networks/net1"
+    assert sorted(p.name for p in net.iterdir()) == ["keep:eth0.json", "keep:eth0.release"]
