@@ -34,6 +34,7 @@ def run(ctx: Context, data: bytes) -> bytes:
         lock_file = store.lock_path(settings.state_dir, settings.network, key)
         with AttachmentLock(lock_file, settings.lock_timeout) as lock:
             markers.write(key, marker.ATTEMPTED, ctx.inv.container_id, ctx.inv.ifname)
+            markers.drop_release(key)  # an operator released the ADD this one replaces
             try:
                 result = _delegate_add(ctx, conf, settings, path, markers, key)
             except errors.CniError as exc:

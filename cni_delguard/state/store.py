@@ -150,6 +150,10 @@ class MarkerStore:
         """Write the release record: atomic, fsynced, 0600, never through a symlink."""
         fsutil.write_atomic(self.fd, key + RELEASE_SUFFIX, jsonlite.dumps(body).encode())
 
+    def drop_release(self, key: str) -> None:
+        """Forget a release record: it was given for an ADD that is now being replaced."""
+        fsutil.unlink_at(self.fd, key + RELEASE_SUFFIX)
+
     def remove(self, key: str) -> None:
         """Remove the marker, its release record, and any temp file a killed writer left."""
         fsutil.unlink_at(self.fd, key + MARKER_SUFFIX)

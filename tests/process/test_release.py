@@ -323,3 +323,14 @@ def test_stuck_finds_it_in_the_real_log_and_its_command_releases_it(node):
     assert cni(node, "DEL") == (0, None)
     assert log_lines(node)[-1]["decision"] == "released"
     assert stuck.find_stuck(log_lines(node), later, state_dir=str(node / "state")) == []
+
+
+def test_a_new_add_of_the_same_attachment_is_not_released(node):
+    """The release was for the ADD the operator saw; an ADD repeated for the same container and
+    interface (cnitool, a runtime breaking the spec) starts over, strict."""
+    assert cni(node, "ADD")[0] == 0
+    assert release(node, "--container", "c1").returncode == 0
+    assert cni(node, "ADD")[0] == 0
+    assert state_files(node) == {"net1": ["c1:eth0.json", "c1:eth0.lock"]}
+    code, out = cni(node, "DEL")
+    assert (code, out["msg"]) == (1, STALE_DEL)
