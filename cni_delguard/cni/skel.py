@@ -43,6 +43,19 @@ MAX_NETWORK = 200
 MAX_IFNAME_BYTES = 15
 
 
+# Kubernetes' own rules (k8s.io/apimachinery/pkg/util/validation): a namespace is a DNS-1123
+# label, a pod name a DNS-1123 subdomain. Character sets again, not `re` (start-up).
+_LOWER_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_LABEL_CHARS = _LOWER_ALNUM | frozenset("-")
+_HEX = frozenset("0123456789abcdefABCDEF")
+MAX_DNS_LABEL = 63
+MAX_DNS_SUBDOMAIN = 253
+# CNI_ARGS keys the runtime sets for a Kubernetes pod (containerd, CRI-O), and our names for them.
+POD_ARGS = {"K8S_POD_NAMESPACE": "namespace", "K8S_POD_NAME": "name", "K8S_POD_UID": "uid"}
+# CNI_ARGS is a few hundred bytes from a real runtime; anything past this is not worth a look.
+MAX_ARGS = 64 * 1024
+
+
 class Invocation:
     """What the runtime told us through the environment."""
 
@@ -79,6 +92,61 @@ def valid_ifname(value: str) -> bool:
     except UnicodeError:
         return False
     return not any(c in "/:" or c.isspace() or not c.isprintable() for c in value)
+
+
+def _label_part(value: str) -> bool:
+    return (
+        bool(value)
+        and value[0] in _LOWER_ALNUM
+        and value[-1] in _LOWER_ALNUM
+        and all(c in _LABEL_CHARS for c in value)
+    )
+
+
+def valid_dns_label(value: str) -> bool:
+    """A namespace: 1-63 of [a-z0-9-], alphanumeric at both ends."""
+    return len(value) <= MAX_DNS_LABEL and _label_part(value)
+
+
+def valid_dns_subdomain(value: str) -> bool:
+    """A pod name: at most 253 characters, dot-separated parts each like a label."""
+    return len(value) <= MAX_DNS_SUBDOMAIN and all(_label_part(p) for p in value.split("."))
+
+
+def valid_uid(value: str) -> bool:
+    """A pod UID: a UUID (8-4-4-4-12 hex digits), or the 32 hex digits the kubelet gives a static
+    pod (an MD5 of its manifest, kubelet/config/common.go)."""
+    if len(value) == 32:
+        return all(c in _HEX for c in value)
+    if len(value) != 36 or any(value[i] != "-" for i in (8, 13, 18, 23)):
+        return False
+    return all(c in _HEX for i, c in enumerate(value) if i not in (8, 13, 18, 23))
+
+
+_POD_CHECKS = {"namespace": valid_dns_label, "name": valid_dns_subdomain, "uid": valid_uid}
+
+
+def pod_identity(args: str) -> dict[str, str]:
+    """The pod's namespace, name and UID from CNI_ARGS (`K=V;K=V`), each only when valid.
+
+    Other keys (IgnoreUnknown, K8S_POD_INFRA_CONTAINER_ID ...) are ignored. A key given twice is
+    ambiguous and dropped, as is any value Kubernetes would not accept: these values go into
+    file contents and log lines, never raw."""
+    if len(args) > MAX_ARGS:
+        return {}
+    seen: dict[str, str | None] = {}
+    for pair in args.split(";"):
+        key, sep, value = pair.partition("=")
+        field = POD_ARGS.get(key)
+        if field is None or not sep:
+            continue
+        seen[field] = None if field in seen else value
+    found = {}
+    for field, check in _POD_CHECKS.items():
+        given = seen.get(field)
+        if given is not None and check(given):
+            found[field] = given
+    return found
 
 
 def parse_env(environ: Mapping[str, str]) -> Invocation:

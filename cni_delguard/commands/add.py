@@ -28,10 +28,13 @@ def run(ctx: Context, data: bytes) -> bytes:
     settings = load(ctx, conf)
     path = delegate.find(settings.delegate_type, ctx.inv.cni_path)
     key = store.attachment_key(ctx.inv.container_id, ctx.inv.ifname)
-    with store.MarkerStore(settings.state_dir, settings.network, create=True) as markers:
+    with store.MarkerStore(
+        settings.state_dir, settings.network, create=True, pod=ctx.pod
+    ) as markers:
         lock_file = store.lock_path(settings.state_dir, settings.network, key)
         with AttachmentLock(lock_file, settings.lock_timeout) as lock:
             markers.write(key, marker.ATTEMPTED, ctx.inv.container_id, ctx.inv.ifname)
+            markers.drop_release(key)  # an operator released the ADD this one replaces
             try:
                 result, fields = _delegate_add(ctx, conf, settings, path, markers, key)
             except errors.CniError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from cni_delguard import SUPPORTED_VERSIONS
-from cni_delguard.cni import errors
+from cni_delguard.cni import errors, skel
 from cni_delguard.guard import config, evidence
 from cni_delguard.guard.log import Logger
 
@@ -32,6 +32,13 @@ class Context:
         self.environ = environ
         self.started = time.monotonic()
         self.log = Logger("", "info")
+        # Which pod this is (CNI_ARGS), for markers and log lines; only values that validate.
+        self.pod = skel.pod_identity(inv.args)
+        self._pod_fields: dict[str, object] = {}
+        if "namespace" in self.pod and "name" in self.pod:
+            self._pod_fields["pod"] = f"{self.pod['namespace']}/{self.pod['name']}"
+        if "uid" in self.pod:
+            self._pod_fields["podUID"] = self.pod["uid"]
 
     def record(self, level: str, network: str, **fields: object) -> None:
         self.log.event(
@@ -40,6 +47,7 @@ class Context:
             containerID=self.inv.container_id,
             ifname=self.inv.ifname,
             network=network,
+            **self._pod_fields,
             durationMs=round((time.monotonic() - self.started) * 1000.0, 1),
             **fields,
         )

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from cni_delguard.commands.context import Context
     from cni_delguard.guard.config import Settings
+    from cni_delguard.state.locking import AttachmentLock
 
 
 def run(ctx: Context, data: bytes) -> bytes:
@@ -78,60 +79,87 @@ def _parse(data: bytes) -> tuple[dict[str, Any], errors.CniError | None]:
 
 def _locked(ctx: Context, conf: dict[str, Any], settings: Settings) -> bytes:
     """Decide again under the attachment's lock, act, and clean up what is no longer needed."""
-    from cni_delguard.state.locking import AttachmentLock
 
-    key = store.attachment_key(ctx.inv.container_id, ctx.inv.ifname)
-    with store.MarkerStore(settings.state_dir, settings.network, create=True) as markers:
-        lock_file = store.lock_path(settings.state_dir, settings.network, key)
-        with AttachmentLock(lock_file, settings.lock_timeout) as lock:
-            ev = gather(ctx, settings, conf)
-            decision, reason = decide.decide_del(ev)
-            # This decision's log fields: filled in on the way, logged once at the end.
-            fields = decision_fields(ev, decision, reason)
-            try:
-                if decision == decide.FORWARD_LENIENT:
-                    _reap(ctx, markers, key, fields)
-                if decision != decide.SKIP:
-                    _forward_recorded(ctx, conf, settings, decision, fields, markers, key)
-            except errors.CniError as exc:
-                raise _DecisionError(exc, fields) from None
-            try:
-                markers.remove(key)
-                lock.remove()
-            except OSError as exc:
-                # The DEL itself is done; a state dir that went read-only (or broke) only
-                # keeps the marker, and the next DEL is forwarded again. Never fail for that.
-                fields["warning"] = f"marker not removed: {exc}"
-    ctx.record("warning" if "warning" in fields else "info", settings.network, **fields)
-    return b""
+    def act(held: _Held, ev: decide.Evidence) -> bytes:
+        decision, reason = decide.decide_del(ev)
+        # This decision's log fields: filled in on the way, logged once at the end.
+        fields = held.fields = decision_fields(ev, decision, reason)
+        try:
+            if decision == decide.FORWARD_LENIENT:
+                _reap(ctx, held.markers, held.key, fields)
+            if decision != decide.SKIP:
+                with _Release(held.markers, held.key, fields):
+                    _forward_recorded(ctx, conf, settings, decision, fields, held)
+        except errors.CniError as exc:
+            raise _DecisionError(exc, fields) from None
+        try:
+            held.markers.remove(held.key)
+            held.lock.remove()
+        except OSError as exc:
+            # The DEL itself is done; a state dir that went read-only (or broke) only
+            # keeps the marker, and the next DEL is forwarded again. Never fail for that.
+            fields["warning"] = f"marker not removed: {exc}"
+        if "warning" in fields or fields["decision"] == decide.RELEASED:  # a leak on purpose
+            held.level = "warning"
+        return b""
+
+    return _under_lock(ctx, conf, settings, act)
 
 
 def _observed(ctx: Context, conf: dict[str, Any], settings: Settings) -> bytes:
     """Observe mode: forward under the lock, return the delegate's output or raise its error
     unchanged; log the decision the guard would have made. The marker goes only when the DEL
     succeeded (as in enforcing mode); a lock file the guard made for nothing goes too."""
+
+    def act(held: _Held, ev: decide.Evidence) -> bytes:
+        would, why = decide.decide_del(ev)
+        fields = held.fields = decision_fields(ev, "observe", f"observe mode: forwarded; {why}")
+        fields["wouldDecide"] = would
+        try:
+            out = _call_delegate(ctx, conf, settings, fields)
+        except errors.CniError as exc:
+            # The guard would have answered success (skip, or a lenient forward): the
+            # runtime got this failure only because the guard was observing.
+            fields["wouldFree"] = would in (decide.SKIP, decide.FORWARD_LENIENT)
+            if ev.marker is None:
+                _quietly(held.lock.remove)
+            raise _DecisionError(exc, fields) from None
+        _quietly(lambda: held.markers.remove(held.key))
+        _quietly(held.lock.remove)
+        return out
+
+    return _under_lock(ctx, conf, settings, act)
+
+
+class _Held:
+    """What a DEL holds while it acts: the network's markers, the attachment's lock, and the
+    decision's log fields and level (logged once, after the lock is let go)."""
+
+    def __init__(self, markers: store.MarkerStore, lock: AttachmentLock, key: str) -> None:
+        self.markers = markers
+        self.lock = lock
+        self.key = key
+        self.fields: dict[str, object] = {}
+        self.level = "info"
+
+
+def _under_lock(
+    ctx: Context,
+    conf: dict[str, Any],
+    settings: Settings,
+    act: Callable[[_Held, decide.Evidence], bytes],
+) -> bytes:
     from cni_delguard.state.locking import AttachmentLock
 
     key = store.attachment_key(ctx.inv.container_id, ctx.inv.ifname)
-    with store.MarkerStore(settings.state_dir, settings.network, create=True) as markers:
-        lock_file = store.lock_path(settings.state_dir, settings.network, key)
-        with AttachmentLock(lock_file, settings.lock_timeout) as lock:
-            ev = gather(ctx, settings, conf)
-            would, why = decide.decide_del(ev)
-            fields = decision_fields(ev, "observe", f"observe mode: forwarded; {why}")
-            fields["wouldDecide"] = would
-            try:
-                out = _call_delegate(ctx, conf, settings, fields)
-            except errors.CniError as exc:
-                # The guard would have answered success (skip, or a lenient forward): the
-                # runtime got this failure only because the guard was observing.
-                fields["wouldFree"] = would in (decide.SKIP, decide.FORWARD_LENIENT)
-                if ev.marker is None:
-                    _quietly(lock.remove)
-                raise _DecisionError(exc, fields) from None
-            _quietly(lambda: markers.remove(key))
-            _quietly(lock.remove)
-    ctx.record("info", settings.network, **fields)
+    lock_file = store.lock_path(settings.state_dir, settings.network, key)
+    with (
+        store.MarkerStore(settings.state_dir, settings.network, create=True, pod=ctx.pod) as m,
+        AttachmentLock(lock_file, settings.lock_timeout) as lock,
+    ):
+        held = _Held(m, lock, key)
+        out = act(held, gather(ctx, settings, conf))
+    ctx.record(held.level, settings.network, **held.fields)
     return out
 
 
@@ -140,6 +168,34 @@ def _quietly(action: Callable[[], object]) -> None:
         action()
     except OSError:
         return  # the DEL's outcome is the delegate's; a leftover file only costs a forward
+
+
+class _Release:
+    """Around a strict forward: when an operator released the attachment (ops/release.py), a
+    delegate failure (or timeout) is logged with the operator's reason and the DEL succeeds.
+    The delegate still got its DEL; the record goes with the marker (store.remove)."""
+
+    def __init__(self, markers: store.MarkerStore, key: str, fields: dict[str, object]) -> None:
+        self.fields = fields
+        strict = fields["decision"] == decide.FORWARD_STRICT
+        self.record = markers.release(key) if strict else None
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
+        if self.record is None or not isinstance(exc, errors.CniError):
+            return False
+        given = {k: self.record.get(k) for k in ("reason", "uid", "time") if k in self.record}
+        why = str(given.get("reason", "no reason recorded"))[:500]  # the tool's own limit
+        self.fields["decision"] = decide.RELEASED
+        self.fields["reason"] = (
+            f"{self.fields['reason']}; released by an operator ({why}): "
+            "the delegate failed, DEL reported as success, its state is left behind"
+        )
+        self.fields["release"] = given
+        self.fields["delegateError"] = {"code": exc.code, "msg": exc.msg}
+        return True
 
 
 def _reap(ctx: Context, markers: store.MarkerStore, key: str, fields: dict[str, object]) -> None:
@@ -157,8 +213,7 @@ def _forward_recorded(
     settings: Settings,
     decision: str,
     fields: dict[str, object],
-    markers: store.MarkerStore,
-    key: str,
+    held: _Held,
 ) -> None:
     """_forward, with a `deleting` marker on disk while the delegate runs: a guard killed then
     leaves a record that the next DEL reads as "failures are ignored" (decide.py). A DEL that
@@ -169,6 +224,7 @@ def _forward_recorded(
     logged, never reported in its place. The next DEL still sees evidence: the old marker when
     the `deleting` one could not be written either (the usual case on such a fs), else the
     `deleting` one, which forwards the DEL again (leniently)."""
+    markers, key = held.markers, held.key
     prior = markers.body(key)
     try:
         # Not fsynced: it is for a guard killed mid-DEL; after a power loss the delegate's

@@ -13,6 +13,8 @@ from cni_delguard.state.marker import ATTEMPTED, COMPLETED, CORRUPT, DELETING
 SKIP = "skip"
 FORWARD_LENIENT = "forward-lenient"
 FORWARD_STRICT = "forward-strict"
+# A strict DEL whose delegate failed, answered with success on an operator's word (ops/release.py).
+RELEASED = "released"
 
 
 class Evidence:

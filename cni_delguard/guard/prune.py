@@ -39,7 +39,7 @@ def valid_keys(valid: object) -> set[str]:
 
 def _key_of(name: str) -> str | None:
     """The attachment key a file in a network dir belongs to."""
-    for suffix in (store.MARKER_SUFFIX, store.LOCK_SUFFIX):
+    for suffix in (store.MARKER_SUFFIX, store.LOCK_SUFFIX, store.RELEASE_SUFFIX):
         if not name.startswith(".") and name.endswith(suffix):
             return name[: -len(suffix)]
     if name.startswith(".") and name.endswith(".tmp"):

@@ -22,8 +22,8 @@ from cni_delguard import PLUGIN_TYPE
 from cni_delguard.cni import errors
 from cni_delguard.cni.skel import valid_name
 from cni_delguard.guard import defaults, evidence
-from cni_delguard.ops import scan, stats
-from cni_delguard.ops.logread import LogError
+from cni_delguard.ops import scan, stats, stuck
+from cni_delguard.ops.logread import LogError, LogReader
 from cni_delguard.ops.text import age, clean
 from cni_delguard.state import fsutil
 from cni_delguard.state.marker import ATTEMPTED, CORRUPT
@@ -451,6 +451,34 @@ def check_log(node: Node) -> list[Finding]:
     return found
 
 
+def check_stuck(node: Node) -> list[Finding]:
+    """Strict DELs failing again and again for longer than stuck.DEFAULT_THRESHOLD: a completed
+    ADD the guard will not free by itself, each with the `release` command that would."""
+    if not node.log_file:
+        return []
+    try:
+        records = list(LogReader(node.log_file))
+    except LogError:
+        return []  # check_log says why
+    keys = node.guard or {}
+    state_dir = _path(keys.get("stateDir"), defaults.STATE_DIR)
+    found = []
+    for s in stuck.find_stuck(records, node.now, root=node.root, state_dir=state_dir):
+        pod = f" (pod {s.pod})" if s.pod else ""
+        err = s.last_error
+        found.append(
+            Finding(
+                "stuck",
+                PROBLEM,
+                f"{s.network} {s.container_id} {s.ifname}{pod}: {s.failures} strict DELs failed "
+                f"since {s.as_dict()['since']}, last delegate error {err.get('code')}: "
+                f"{err.get('msg')}. Repair the delegate, or accept the leak with: {s.command}",
+                node.log_file,
+            )
+        )
+    return found
+
+
 def _result_names(node: Node) -> list[str]:
     return [n for d in node.result_dirs for n in _entries(d)]
 
@@ -479,6 +507,7 @@ CHECKS: list[Callable[[Node], list[Finding]]] = [
     check_multus_only,
     check_result_caches,
     check_log,
+    check_stuck,
 ]
 
 

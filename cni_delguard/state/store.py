@@ -1,6 +1,7 @@
 """The marker store: one small file per attachment that says an ADD was attempted or completed.
 
-Layout (docs/DESIGN.md): <stateDir>/networks/<network>/<key>.json, with <key>.lock beside it.
+Layout (docs/DESIGN.md): <stateDir>/networks/<network>/<key>.json, with <key>.lock beside it,
+and <key>.release when an operator released the attachment (ops/release.py).
 The store works through directory descriptors (fsutil), so it never follows a symlink, and it
 never holds more than one marker per attachment.
 """
@@ -17,6 +18,8 @@ from cni_delguard.state.marker import CORRUPT, KNOWN
 NETWORKS = "networks"
 MARKER_SUFFIX = ".json"
 LOCK_SUFFIX = ".lock"
+# An operator's word that this attachment's DEL may succeed even if the delegate's DEL fails.
+RELEASE_SUFFIX = ".release"
 # A file name has at most 255 bytes; leave room for the suffixes and the temp-file decoration.
 _MAX_KEY = 200
 
@@ -55,8 +58,12 @@ def parse_marker(data: bytes | None) -> str | None:
 class MarkerStore:
     """Markers of one network, opened (and created) safely under the state dir."""
 
-    def __init__(self, state_dir: str, network: str, create: bool) -> None:
+    def __init__(
+        self, state_dir: str, network: str, create: bool, pod: dict[str, str] | None = None
+    ) -> None:
         self.path = network_dir(state_dir, network)
+        # The pod (skel.pod_identity) every marker written through this store names.
+        self.pod = pod
         try:
             self.fd = self._open(state_dir, network, create)
         except FileNotFoundError:
@@ -103,6 +110,8 @@ class MarkerStore:
             "time": round(time.time(), 3),
             **extra,
         }
+        if self.pod is not None:
+            body["pod"] = dict(self.pod)
         self._put(key, body, durable)
 
     def restore(self, key: str, body: dict[str, object]) -> None:
@@ -126,12 +135,24 @@ class MarkerStore:
 
     def body(self, key: str) -> dict[str, object]:
         """The marker's fields; empty when it is missing or unreadable."""
-        data = fsutil.read_at(self.fd, key + MARKER_SUFFIX)
-        try:
-            body = jsonlite.loads(data) if data is not None else {}
-        except ValueError:
-            return {}
-        return body if isinstance(body, dict) else {}
+        return _fields(fsutil.read_at(self.fd, key + MARKER_SUFFIX)) or {}
+
+    def release(self, key: str) -> dict[str, object] | None:
+        """The operator's release record of this attachment; None when there is none. A record
+        that cannot be parsed still stands (the file is the operator's word): its fields are
+        then empty."""
+        data = fsutil.read_at(self.fd, key + RELEASE_SUFFIX)
+        if data is None:
+            return None
+        return _fields(data) or {}
+
+    def put_release(self, key: str, body: dict[str, object]) -> None:
+        """Write the release record: atomic, fsynced, 0600, never through a symlink."""
+        fsutil.write_atomic(self.fd, key + RELEASE_SUFFIX, jsonlite.dumps(body).encode())
+
+    def drop_release(self, key: str) -> None:
+        """Forget a release record: it was given for an ADD that is now being replaced."""
+        fsutil.unlink_at(self.fd, key + RELEASE_SUFFIX)
 
     def exists(self, key: str) -> bool:
         """Whether a marker (or anything at its name) is there, readable or not."""
@@ -142,9 +163,21 @@ class MarkerStore:
         return True
 
     def remove(self, key: str) -> None:
-        """Remove the marker and any temp file a killed writer left for it."""
+        """Remove the marker, its release record, and any temp file a killed writer left."""
         fsutil.unlink_at(self.fd, key + MARKER_SUFFIX)
-        prefix = f".{key}{MARKER_SUFFIX}."
+        fsutil.unlink_at(self.fd, key + RELEASE_SUFFIX)
+        prefixes = (f".{key}{MARKER_SUFFIX}.", f".{key}{RELEASE_SUFFIX}.")
         for name in os.listdir(self.fd):
-            if name.startswith(prefix) and name.endswith(".tmp"):
+            if name.startswith(prefixes) and name.endswith(".tmp"):
                 fsutil.unlink_at(self.fd, name)
+
+
+def _fields(data: bytes | None) -> dict[str, object] | None:
+    """A small JSON object's fields; None when missing or not a JSON object."""
+    if data is None:
+        return None
+    try:
+        body = jsonlite.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return body if isinstance(body, dict) else None

@@ -7,6 +7,7 @@ import fcntl
 import io
 import json
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -234,3 +235,38 @@ def test_checks_are_independent_functions():
     # The lead adds issue 14's check with one line: each is node -> findings.
     assert all(callable(c) for c in doctor.CHECKS)
     assert len(set(doctor.CHECKS)) == len(doctor.CHECKS)
+
+
+def test_a_strict_del_failing_for_long_is_listed_with_the_release_command_that_frees_it(node):
+    """A completed ADD whose delegate keeps failing DEL: doctor names it, with the exact
+    `release` command; run as printed (through cli.main), it releases that attachment only."""
+    net = "multus-cni-network"
+    marker(node.state, net, "stuck1", "completed", OLD, pod={"namespace": "ns1", "name": "db-0"})
+    marker(node.state, net, "other", "completed", OLD)
+    error = {"code": 999, "msg": "server_socket is required in cni.conf"}
+    failing = {"command": "DEL", "decision": "forward-strict", "network": net,
+               "containerID": "stuck1", "ifname": "eth0", "pod": "ns1/db-0", "error": error}
+    stamps = [time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) for t in (OLD, NOW - 60)]
+    log_lines(node.log, [{**failing, "ts": ts} for ts in stamps])
+    code, report = node.doctor()
+    [found] = [f for f in report["findings"] if f["check"] == "stuck"]
+    assert code == 1 and found["severity"] == "problem"
+    assert "ns1/db-0" in found["message"] and "server_socket is required" in found["message"]
+    command = found["message"].split("accept the leak with: ", 1)[1]
+    argv = shlex.split(command)
+    assert argv[:2] == ["cni-delguard", "release"] and "--root" in argv
+    out, err = io.BytesIO(), io.StringIO()
+    assert cli.main(argv[1:], {}, io.BytesIO(), out, err) == 0, err.getvalue()
+    released = sorted(p.name for p in (node.state / "networks" / net).glob("*.release"))
+    assert released == ["stuck1:eth0.release"]
+
+
+def test_a_strict_del_that_failed_once_recently_is_not_stuck(node):
+    net = "multus-cni-network"
+    marker(node.state, net, "blip", "completed", NOW - 60)
+    ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - 30))
+    log_lines(node.log, [{"ts": ts, "command": "DEL", "decision": "forward-strict",
+                          "network": net, "containerID": "blip", "ifname": "eth0",
+                          "error": {"code": 11, "msg": "timed out"}}])
+    _, report = node.doctor()
+    assert [f for f in report["findings"] if f["check"] == "stuck"] == []

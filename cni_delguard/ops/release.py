@@ -1,0 +1,242 @@
+"""`cni-delguard release`: an operator's word that an attachment's DEL may succeed even if the
+delegate's DEL keeps failing.
+
+After a completed ADD the guard forwards DEL strictly: skipping it would leak real state (an IP
+address, an interface, the delegate's own records). When that DEL can never succeed (a network
+daemon gone for good, multus v4.3.0 stripping kube-ovn's `server_socket` on every DEL), the
+sandbox stays stuck. This command writes `<key>.release` beside each matching marker; the next DEL
+is still forwarded, and a failure is then logged as `released` and answered with success
+(commands/delete.py). The record goes with the marker. Only attachments the guard has a marker
+for can be released, and only those that match: nothing else is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from cni_delguard.cni import errors, skel
+from cni_delguard.guard import defaults
+from cni_delguard.state import fsutil, store
+from cni_delguard.state.locking import AttachmentLock
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TextIO
+
+MAX_REASON = 500
+# A DEL in flight holds the attachment's lock while its delegate runs: wait a while, not forever.
+LOCK_TIMEOUT = 10.0
+DEFAULT_REASON = "no reason given"
+
+
+class Target:
+    """What the operator asked for: a container (maybe one ifname/network) or a pod."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.container: str | None = args.container
+        self.pod: tuple[str, str] | None = args.pod
+        self.ifname: str | None = args.ifname
+        self.network: str | None = args.network
+
+    def describe(self) -> str:
+        parts = [f"--container {self.container}" if self.container else ""]
+        parts.append(f"--pod {self.pod[0]}/{self.pod[1]}" if self.pod else "")
+        parts.append(f"--ifname {self.ifname}" if self.ifname else "")
+        parts.append(f"--network {self.network}" if self.network else "")
+        return " ".join(p for p in parts if p)
+
+    def matches(self, key: str, body: dict[str, object]) -> bool:
+        cid, ifname = body.get("containerID"), body.get("ifname")
+        if not isinstance(cid, str) or not isinstance(ifname, str):
+            return False
+        # Trust only a marker that names the attachment its file is keyed by.
+        if store.attachment_key(cid, ifname) != key:
+            return False
+        if self.container is not None and cid != self.container:
+            return False
+        if self.ifname is not None and ifname != self.ifname:
+            return False
+        if self.pod is not None:
+            pod = body.get("pod")
+            return isinstance(pod, dict) and (pod.get("namespace"), pod.get("name")) == self.pod
+        return True
+
+
+class Match:
+    __slots__ = ("body", "key", "network")
+
+    def __init__(self, network: str, key: str, body: dict[str, object]) -> None:
+        self.network, self.key, self.body = network, key, body
+
+    def line(self, verb: str) -> str:
+        """One line for the terminal: every value shown was validated (or is left out)."""
+        b = self.body
+        state = b.get("state") if b.get("state") in ("attempted", "completed", "deleting") else "?"
+        return (
+            f"{verb} network {self.network} container {b['containerID']} ifname {b['ifname']} "
+            f"pod {_pod_of(b)} (marker {state})"
+        )
+
+
+def _pod_of(body: dict[str, object]) -> str:
+    pod = body.get("pod")
+    if not isinstance(pod, dict):
+        return "-"
+    ns, name = str(pod.get("namespace")), str(pod.get("name"))
+    return f"{ns}/{name}" if skel.valid_dns_label(ns) and skel.valid_dns_subdomain(name) else "-"
+
+
+def find(state_dir: str, target: Target) -> list[Match]:
+    """The markers under state_dir that match, read without following any symlink."""
+    found: list[Match] = []
+    for network in _networks(state_dir):
+        if target.network is not None and network != target.network:
+            continue
+        with store.MarkerStore(state_dir, network, create=False) as markers:
+            for name in sorted(os.listdir(markers.fd)):
+                if name.startswith(".") or not name.endswith(store.MARKER_SUFFIX):
+                    continue
+                key = name[: -len(store.MARKER_SUFFIX)]
+                body = markers.body(key)
+                if target.matches(key, body) and _printable(body):
+                    found.append(Match(network, key, body))
+    return found
+
+
+def _printable(body: dict[str, object]) -> bool:
+    """A matched marker's identifiers are shown on the terminal: only spec-valid ones."""
+    return skel.valid_name(str(body["containerID"])) and skel.valid_ifname(str(body["ifname"]))
+
+
+def _networks(state_dir: str) -> list[str]:
+    try:
+        root = fsutil.open_dir(state_dir)
+    except FileNotFoundError:
+        return []
+    try:
+        nets = fsutil.open_subdir(
+            root, store.NETWORKS, os.path.join(state_dir, store.NETWORKS), create=False
+        )
+    except FileNotFoundError:
+        return []
+    finally:
+        os.close(root)
+    try:
+        return sorted(n for n in os.listdir(nets) if skel.valid_network(n))
+    finally:
+        os.close(nets)
+
+
+def release(state_dir: str, match: Match, reason: str) -> bool:
+    """Write the release record under the attachment's lock; False when the marker went
+    meanwhile (a DEL finished: nothing is left to release)."""
+    record = {
+        "reason": reason,
+        "time": round(time.time(), 3),
+        "uid": os.getuid(),
+        "containerID": match.body["containerID"],
+        "ifname": match.body["ifname"],
+        "network": match.network,
+    }
+    with store.MarkerStore(state_dir, match.network, create=False) as markers:
+        lock_file = store.lock_path(state_dir, match.network, match.key)
+        with AttachmentLock(lock_file, LOCK_TIMEOUT) as lock:
+            if not markers.body(match.key):
+                lock.remove()  # the lock file this very call created
+                return False
+            markers.put_release(match.key, record)
+    return True
+
+
+def register(sub: Any) -> None:
+    """Add `release` to cni_delguard.cli's subcommands."""
+    parser = sub.add_parser(
+        "release",
+        help="let a stuck attachment's next DEL succeed although its delegate fails",
+        description="Record, for the matching attachments only, that the next DEL may succeed "
+        "even if the delegate's DEL fails. The DEL is still forwarded; a failure is logged as "
+        "'released' with REASON and the delegate's error. What the delegate fails to delete "
+        "leaks (IP addresses, interfaces, its own state): see README 'Already stuck?'.",
+    )
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--container", type=_container, metavar="ID", help="a container ID")
+    which.add_argument("--pod", type=_pod, metavar="NS/NAME", help="every attachment of a pod")
+    parser.add_argument("--ifname", type=_ifname, metavar="IF", help="only this interface")
+    parser.add_argument("--network", type=_network, metavar="NET", help="only this network")
+    parser.add_argument("--reason", type=_reason, default=DEFAULT_REASON, metavar="TEXT")
+    parser.add_argument("--dry-run", action="store_true", help="show what would be released")
+    parser.add_argument(
+        "--root",
+        default="/",
+        metavar="DIR",
+        help="where the node's / is mounted; --state-dir is taken under it (%(default)s)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=_absolute,
+        default=defaults.STATE_DIR,
+        metavar="DIR",
+        help="the guard's stateDir (%(default)s)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    state_dir = os.path.normpath(os.path.join(args.root, args.state_dir.lstrip("/")))
+    target = Target(args)
+    try:
+        matches = find(state_dir, target)
+        if not matches:
+            err.write(
+                f"cni-delguard release: no attachment in {state_dir} matches "
+                f"{target.describe()}: nothing released\n"
+            )
+            return 2
+        if args.dry_run:
+            out.writelines(m.line("would release") + "\n" for m in matches)
+            out.write("dry run: nothing written\n")
+            return 0
+        done = [m for m in matches if release(state_dir, m, args.reason)]
+    except (errors.CniError, OSError) as exc:
+        why = exc.msg if isinstance(exc, errors.CniError) else str(exc)
+        err.write(f"cni-delguard release: {why}\n")
+        return 1
+    out.writelines(m.line("released") + "\n" for m in done)
+    if not done:
+        err.write("cni-delguard release: every match was deleted meanwhile: nothing released\n")
+        return 2
+    return 0
+
+
+def _checked(check: Any, what: str) -> Any:
+    def parse(value: str) -> str:
+        if not check(value):
+            raise argparse.ArgumentTypeError(f"invalid {what} {value!r}")
+        return value
+
+    return parse
+
+
+_container = _checked(skel.valid_name, "container ID")
+_ifname = _checked(skel.valid_ifname, "interface name")
+_network = _checked(skel.valid_network, "network name")
+_absolute = _checked(lambda v: v.startswith("/") and "\0" not in v, "absolute path")
+
+
+def _pod(value: str) -> tuple[str, str]:
+    ns, _, name = value.partition("/")
+    if not (skel.valid_dns_label(ns) and skel.valid_dns_subdomain(name)):
+        raise argparse.ArgumentTypeError(
+            f"invalid pod {value!r}: NAMESPACE/NAME as Kubernetes spells them"
+        )
+    return ns, name
+
+
+def _reason(value: str) -> str:
+    if len(value) > MAX_REASON or not value.isprintable():
+        raise argparse.ArgumentTypeError(
+            f"a reason is at most {MAX_REASON} printable characters, on one line"
+        )
+    return value

@@ -1,0 +1,146 @@
+"""Attachments stuck behind a strict DEL that keeps failing, found in the decision log (for
+`doctor`), each with the exact `cni-delguard release` command that would free it.
+
+Pure: it takes the log's records as parsed (dicts, oldest first, e.g. `<logFile>.1` then
+`<logFile>`) and the time to judge them at, and reads nothing itself. A failing strict DEL is a
+DEL line with decision `forward-strict` and an `error`; any later DEL line for the attachment
+without an error (forwarded, skipped or released) ends its streak. Values from the log are
+validated before they are returned or put in a command: the log is a file anyone with root may
+have edited.
+"""
+
+from __future__ import annotations
+
+import calendar
+import shlex
+import time
+
+from cni_delguard.cni import skel
+from cni_delguard.guard import defaults
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+# The kubelet retries a failing StopPodSandbox every few seconds to minutes: ten minutes of
+# failures is no blip, and a runtime or daemon restart has usually happened by then.
+DEFAULT_THRESHOLD = 600.0
+MIN_FAILURES = 2
+MAX_ERROR = 500
+_TS = "%Y-%m-%dT%H:%M:%SZ"
+
+
+class Stuck:
+    """One attachment whose strict DEL failed `failures` times from `since` to `last`."""
+
+    def __init__(self, network: str, container_id: str, ifname: str, since: float) -> None:
+        self.network, self.container_id, self.ifname = network, container_id, ifname
+        self.since = self.last = since
+        self.failures = 0
+        self.pod: str | None = None
+        self.pod_uid: str | None = None
+        self.last_error: dict[str, object] = {}
+        self.command = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "network": self.network,
+            "containerID": self.container_id,
+            "ifname": self.ifname,
+            "pod": self.pod,
+            "podUID": self.pod_uid,
+            "failures": self.failures,
+            "since": _stamp(self.since),
+            "last": _stamp(self.last),
+            "lastError": self.last_error,
+            "command": self.command,
+        }
+
+
+def find_stuck(
+    records: Iterable[Mapping[str, object]],
+    now: float,
+    threshold: float = DEFAULT_THRESHOLD,
+    min_failures: int = MIN_FAILURES,
+    root: str = "/",
+    state_dir: str | None = None,
+) -> list[Stuck]:
+    """The attachments whose strict DEL failed at least `min_failures` times in a row, the
+    first of them at least `threshold` seconds before `now`; oldest first."""
+    streaks: dict[tuple[str, str, str], Stuck] = {}
+    for rec in records:
+        key, at = _attachment(rec), _epoch(rec.get("ts"))
+        if key is None or at is None:
+            continue
+        error = rec.get("error")
+        if rec.get("decision") == "forward-strict" and isinstance(error, dict):
+            _failed(streaks.setdefault(key, Stuck(*key, since=at)), rec, error, at)
+        elif "error" not in rec:
+            streaks.pop(key, None)  # the DEL went through: not stuck (any more)
+    found = [
+        s for s in streaks.values() if s.failures >= min_failures and now - s.since >= threshold
+    ]
+    for s in found:
+        s.command = release_command(s, root, state_dir)
+    return sorted(found, key=lambda s: (s.since, s.network, s.container_id, s.ifname))
+
+
+def release_command(stuck: Stuck, root: str = "/", state_dir: str | None = None) -> str:
+    """The command line that releases exactly this attachment, quoted for a POSIX shell
+    (`--state-dir` only when it is not the default)."""
+    argv = ["cni-delguard", "release"]
+    if root != "/":
+        argv += ["--root", root]
+    if state_dir is not None and state_dir != defaults.STATE_DIR:
+        argv += ["--state-dir", state_dir]
+    argv += ["--container", stuck.container_id, "--ifname", stuck.ifname]
+    argv += ["--network", stuck.network]
+    argv += ["--reason", f"strict DEL failing since {_stamp(stuck.since)}; leak accepted"]
+    return shlex.join(argv)
+
+
+def _attachment(rec: Mapping[str, object]) -> tuple[str, str, str] | None:
+    """(network, containerID, ifname) of a DEL line, when all three are valid identifiers."""
+    if rec.get("command") != "DEL":
+        return None
+    net, cid, ifname = rec.get("network"), rec.get("containerID"), rec.get("ifname")
+    if not (isinstance(net, str) and isinstance(cid, str) and isinstance(ifname, str)):
+        return None
+    if skel.valid_network(net) and skel.valid_name(cid) and skel.valid_ifname(ifname):
+        return net, cid, ifname
+    return None
+
+
+def _failed(streak: Stuck, rec: Mapping[str, object], error: dict[str, object], at: float) -> None:
+    streak.failures += 1
+    streak.since, streak.last = min(streak.since, at), max(streak.last, at)
+    code = error.get("code")
+    streak.last_error = {
+        "code": code if isinstance(code, int) and not isinstance(code, bool) else None,
+        "msg": _printable(str(error.get("msg", "")))[:MAX_ERROR],
+    }
+    pod, uid = rec.get("pod"), rec.get("podUID")
+    if isinstance(pod, str):
+        ns, _, name = pod.partition("/")
+        if skel.valid_dns_label(ns) and skel.valid_dns_subdomain(name):
+            streak.pod = pod
+    if isinstance(uid, str) and skel.valid_uid(uid):
+        streak.pod_uid = uid
+
+
+def _printable(text: str) -> str:
+    """The delegate's message without control characters (they would reach a terminal)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def _epoch(ts: object) -> float | None:
+    if not isinstance(ts, str):
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(ts, _TS)))
+    except ValueError:
+        return None
+
+
+def _stamp(at: float) -> str:
+    return time.strftime(_TS, time.gmtime(at))
