@@ -9,12 +9,12 @@ treats as a counter reset.
 
 from __future__ import annotations
 
-import os
 import time
 
 from cni_delguard.cni import errors
 from cni_delguard.ops import scan, stats
 from cni_delguard.ops.logread import LogError
+from cni_delguard.state import fsutil
 from cni_delguard.state.marker import ATTEMPTED, COMPLETED, CORRUPT, DELETING
 
 TYPE_CHECKING = False
@@ -31,25 +31,9 @@ _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 def write(path: str, log_file: str, state_dir: str) -> None:
-    """Render and replace `path` atomically (OSError when the dir is not writable)."""
-    data = render(log_file, state_dir).encode()
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            os.write(fd, data)
-            os.fchmod(fd, FILE_MODE)  # explicit: the umask must not decide who may read it
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Render and replace `path` atomically (OSError when the dir is not writable). The mode is
+    explicit: the umask must not decide whether a collector that is not root may read it."""
+    fsutil.write_file(path, render(log_file, state_dir).encode(), FILE_MODE)
 
 
 def render(log_file: str, state_dir: str, now: float | None = None) -> str:
