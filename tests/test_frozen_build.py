@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import guard
+from tests.support import confs, guard
 
 BUNDLE = Path(os.environ.get("DELGUARD_BIN", str(guard.FROZEN)))
 
@@ -38,19 +38,16 @@ def lab(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def guard_conf(lab: Path, delegate: str = "bridge") -> bytes:
-    return json.dumps(
-        {
-            "cniVersion": "1.0.0",
-            "name": "n",
-            "type": "cni-delguard",
-            "delegate": {"type": delegate},
-            "stateDir": str(lab / "state"),
-            "logFile": str(lab / "log"),
-            "resultCacheDirs": [str(lab / "results")],
-            "multusCacheDirs": [str(lab / "multus")],
-        }
-    ).encode()
+def lab_conf(lab: Path, delegate: str = "bridge") -> bytes:
+    conf = confs.guard_conf(
+        {"type": delegate},
+        network="n",
+        state_dir=lab / "state",
+        log_file=lab / "log",
+        result_cache_dirs=[lab / "results"],
+        multus_cache_dirs=[lab / "multus"],
+    )
+    return json.dumps(conf).encode()
 
 
 def cni_env(command: str, lab: Path, **extra: str) -> dict[str, str]:
@@ -121,7 +118,7 @@ def test_version_through_symlink(bundle: Path, lab: Path, kind: str, how: str) -
 
 @pytest.mark.parametrize(("kind", "how"), WAYS)
 def test_no_evidence_del_through_symlink(bundle: Path, lab: Path, kind: str, how: str) -> None:
-    proc = invoke(lab, bundle, kind, how, cni_env("DEL", lab), guard_conf(lab))
+    proc = invoke(lab, bundle, kind, how, cni_env("DEL", lab), lab_conf(lab))
     assert (proc.returncode, proc.stdout) == (0, b""), proc.stderr.decode()
 
 
@@ -142,7 +139,7 @@ def test_delegate_gets_the_runtime_environment(bundle: Path, lab: Path) -> None:
     env = cni_env(
         "ADD", lab, CNI_NETNS="/var/run/netns/none", DUMP_TO=str(dump), LD_LIBRARY_PATH="/opt/x"
     )
-    proc = run([str(link(lab, bundle, "absolute"))], env, guard_conf(lab, "env-dumper"), lab)
+    proc = run([str(link(lab, bundle, "absolute"))], env, lab_conf(lab, "env-dumper"), lab)
     assert proc.returncode == 0, (proc.stdout, proc.stderr.decode())
     seen = dict(line.split("=", 1) for line in dump.read_text(encoding="utf-8").splitlines())
     assert seen["LD_LIBRARY_PATH"] == "/opt/x"

@@ -8,8 +8,6 @@ ever added, or removal would deadlock on a config error.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.cni_conformance.checks import ok
@@ -18,12 +16,6 @@ from tests.support.cnitool import container_id
 
 pytestmark = pytest.mark.netns
 SCENARIO = "2 del, never added"
-
-
-def log_lines(lab: Lab) -> list[dict[str, object]]:
-    if not lab.log_file.exists():
-        return []
-    return [json.loads(line) for line in lab.log_file.read_text().splitlines()]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -39,7 +31,7 @@ def test_del_never_added_skips_bridge(lab: Lab, version: str) -> None:
     assert lab.calls(record) == [], "the delegate was called"
     assert lab.state_files() == []
     assert bridge["bridge"] not in lab.outer.links()
-    [line] = [e for e in log_lines(lab) if e.get("command") == "DEL"]
+    [line] = lab.log_lines(command="DEL")
     assert line["decision"] == "skip"
     assert line["containerID"] == container_id(inner.path)
 
