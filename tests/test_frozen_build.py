@@ -17,16 +17,10 @@ import pytest
 
 from tests.support import confs, guard
 
-BUNDLE = Path(os.environ.get("DELGUARD_BIN", str(guard.FROZEN)))
-
 
 @pytest.fixture(scope="module")
 def bundle() -> Path:
-    if not os.access(BUNDLE, os.X_OK):
-        if os.environ.get("CI"):
-            pytest.fail(f"{BUNDLE} must be built before the tests (tools/build.sh)")
-        pytest.skip(f"frozen bundle not built at {BUNDLE}: run tools/build.sh")
-    return BUNDLE
+    return guard.frozen_or_skip()
 
 
 @pytest.fixture

@@ -22,14 +22,8 @@ MODES = ["package", "frozen"]
 @pytest.fixture(params=MODES)
 def bin_dir(request, tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("DELGUARD_UNDER_TEST", request.param)
-    if (
-        request.param == "frozen"
-        and not os.access(guard.FROZEN, os.X_OK)
-        and "DELGUARD_BIN" not in os.environ
-    ):
-        if os.environ.get("CI"):
-            pytest.fail("the frozen binary must be built before the tests (tools/build.sh)")
-        pytest.skip("frozen binary not built (tools/build.sh)")
+    if request.param == "frozen":
+        guard.frozen_or_skip()
     d = tmp_path / "bin"
     d.mkdir()
     guard.install_guard(d)
