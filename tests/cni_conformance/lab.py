@@ -170,6 +170,10 @@ class Lab:
     def fake(self, **knobs: Any) -> dict[str, Any]:
         return stale_delegate(self.fake_state, self.fake_record, **knobs)
 
+    def recorded_bridge(self, **ipam: Any) -> tuple[Path, dict[str, Any]]:
+        """Debian's bridge behind the recording wrapper `rec-bridge`: (its record, its config)."""
+        return self.recorder("rec-bridge", "bridge"), self.bridge("rec-bridge", **ipam)
+
     def recorder(self, name: str, target: str, **kwargs: Any) -> Path:
         """Install rec-<name> wrapping bin_dir/target; return its record file."""
         record = self.tmp / f"{name}.record.jsonl"

@@ -46,8 +46,7 @@ def delegate_alone(lab: Lab, version: str, bridge: dict[str, Any]) -> dict[str, 
 def test_guard_wrapping_bridge(lab: Lab, version: str) -> None:
     if not reference_ok(version):
         pytest.skip(REFERENCE_SKIP)
-    record = lab.recorder("rec-bridge", "bridge")
-    bridge = lab.bridge("rec-bridge")
+    record, bridge = lab.recorded_bridge()
     baseline = delegate_alone(lab, version, bridge)
     conf = lab.conflist(version, [lab.guard(bridge)])
     net, inner = conf["name"], lab.nets.new("i")
@@ -77,8 +76,7 @@ def test_guard_output_is_the_delegates_bytes(lab: Lab, version: str) -> None:
     """Exec'd directly (no libcni re-encoding), the guard prints the delegate's stdout as is."""
     if not reference_ok(version):
         pytest.skip(REFERENCE_SKIP)
-    record = lab.recorder("rec-bridge", "bridge")
-    bridge = lab.bridge("rec-bridge")
+    record, bridge = lab.recorded_bridge()
     conf = lab.conflist(version, [lab.guard(bridge)])
     inner = lab.nets.new("i")
     stdin = dict(conf["plugins"][0], name=conf["name"], cniVersion=version)

@@ -22,8 +22,7 @@ SCENARIO = "2 del, never added"
 def test_del_never_added_skips_bridge(lab: Lab, version: str) -> None:
     if not reference_ok(version):
         pytest.skip(REFERENCE_SKIP)
-    record = lab.recorder("rec-bridge", "bridge")
-    bridge = lab.bridge("rec-bridge")
+    record, bridge = lab.recorded_bridge()
     conf = lab.conflist(version, [lab.guard(bridge)])
     inner = lab.nets.new("i")
 

@@ -25,8 +25,7 @@ ONE_ADDRESS = {"rangeStart": "10.77.0.10", "rangeEnd": "10.77.0.10"}
 def test_exhausted_host_local_range(lab: Lab, version: str) -> None:
     if not reference_ok(version):
         pytest.skip(REFERENCE_SKIP)
-    record = lab.recorder("rec-bridge", "bridge")
-    bridge = lab.bridge("rec-bridge", **ONE_ADDRESS)
+    record, bridge = lab.recorded_bridge(**ONE_ADDRESS)
     conf = lab.conflist(version, [lab.guard(bridge)])
     net, runner = conf["name"], lab.runner(conf)
     first, second, third = lab.nets.new("a"), lab.nets.new("b"), lab.nets.new("c")
