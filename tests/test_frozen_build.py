@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,45 @@ def test_bundle_carries_the_metadata_pydantic_looks_up(bundle: Path) -> None:
     internal = bundle.resolve().parent / "_internal"
     for dist in ("pydantic", "pydantic_core", "filelock", "typing_extensions", "annotated_types"):
         assert list(internal.glob(f"{dist}-*.dist-info/METADATA")), f"no metadata for {dist}"
+
+
+HOLDING_DELEGATE = """#!/bin/sh
+cat >/dev/null
+: > "$STARTED"
+while [ ! -e "$GO" ]; do sleep 0.02; done
+printf '{"cniVersion":"1.0.0","interfaces":[],"ips":[]}'
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the guard's stateDir must be owned by root")
+def test_ctypes_is_bundled_but_never_loaded(bundle: Path, lab: Path) -> None:
+    """Why packaging/bootstrap/pyimod03_ctypes.py exists: ctypes is in the bundle, so
+    PyInstaller's own hook would load it on every exec; the no-op keeps it out of the process.
+    Checked on an ADD, held while its delegate runs, from the guard's own memory map."""
+    internal = bundle.resolve().parent / "_internal"
+    assert list(internal.glob("python3*/lib-dynload/_ctypes.*.so")), "ctypes no longer bundled"
+    holder = lab / "bin" / "holder"
+    holder.write_text(HOLDING_DELEGATE, encoding="utf-8")
+    holder.chmod(0o755)
+    started, go = lab / "started", lab / "go"
+    env = cni_env("ADD", lab, CNI_NETNS="/var/run/netns/none", STARTED=str(started), GO=str(go))
+    guard_exe = link(lab, bundle, "absolute")
+    with subprocess.Popen(
+        [str(guard_exe)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as proc:
+        assert proc.stdin is not None
+        proc.stdin.write(lab_conf(lab, "holder"))
+        proc.stdin.close()
+        try:
+            while not started.exists():
+                assert proc.poll() is None, "the guard exited before its delegate started"
+                time.sleep(0.02)
+            maps = Path(f"/proc/{proc.pid}/maps").read_text(encoding="utf-8")
+        finally:
+            go.touch()
+            out = proc.stdout.read() if proc.stdout else b""
+            proc.wait(timeout=60)
+    assert proc.returncode == 0, out
+    assert str(internal) in maps, "not the guard's Python process"
+    assert "_ctypes" not in maps
+    assert "libffi" not in maps
