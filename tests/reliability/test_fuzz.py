@@ -154,6 +154,12 @@ def test_fuzz_through_the_process(bench: Bench, figures: Any) -> None:
         env["PATH"] = "/usr/bin:/bin"
         run = run_argv(bench.argv(), env, stdin, timeout=60)
         assert b"Traceback" not in run.stderr, run.describe()
+        if "CNI_COMMAND" not in env:
+            # Dropped above (an environment cannot carry a NUL): without CNI_COMMAND the binary is
+            # the operator's tool, not a plugin, and a bare run is a usage error (cli.py).
+            assert (run.rc, run.stdout) == (2, b""), run.describe()
+            assert b"usage: cni-delguard" in run.stderr, run.describe()
+            return "tool-usage"
         return check_answer(run.rc, run.stdout, "")
 
     seen = _fuzz(bench, PROCESS_EXAMPLES, one)
