@@ -150,16 +150,13 @@ def test_fuzz_in_process(bench: Bench, figures: Any) -> None:
 @pytest.mark.slow
 def test_fuzz_through_the_process(bench: Bench, figures: Any) -> None:
     def one(env: dict[str, str], stdin: bytes) -> str:
-        env = {k: v for k, v in env.items() if "\x00" not in v and "\x00" not in k}
+        # An environment cannot carry a NUL (execve takes C strings): a value ends at its first
+        # NUL, as a C runtime's would. Dropping the variable instead took CNI_COMMAND away, and
+        # the binary without CNI_COMMAND is another program (cli.py), not this property's.
+        env = {k: v.split("\x00", 1)[0] for k, v in env.items() if "\x00" not in k}
         env["PATH"] = "/usr/bin:/bin"
         run = run_argv(bench.argv(), env, stdin, timeout=60)
         assert b"Traceback" not in run.stderr, run.describe()
-        if "CNI_COMMAND" not in env:
-            # Dropped above (an environment cannot carry a NUL): without CNI_COMMAND the binary is
-            # the operator's tool, not a plugin, and a bare run is a usage error (cli.py).
-            assert (run.rc, run.stdout) == (2, b""), run.describe()
-            assert b"usage: cni-delguard" in run.stderr, run.describe()
-            return "tool-usage"
         return check_answer(run.rc, run.stdout, "")
 
     seen = _fuzz(bench, PROCESS_EXAMPLES, one)
