@@ -42,7 +42,7 @@ def main(
 
 
 def plugin_main(
-    environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO, dflt: Defaults | None = None
+    environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO, *, dflt: Defaults | None = None
 ) -> int:
     """The CNI plugin. `dflt`: what a config leaves out, the guard's own unless a test gives its
     own (config.Defaults)."""

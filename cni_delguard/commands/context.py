@@ -55,7 +55,7 @@ class Context:
 
 
 def load(ctx: Context, conf: dict[str, Any]) -> Settings:
-    settings = config.load(conf, ctx.defaults)
+    settings = config.load(conf, dflt=ctx.defaults)
     ctx.use(settings)
     return settings
 

@@ -123,7 +123,7 @@ class Peek:
         "state_dir",
     )
 
-    def __init__(self, conf: dict[str, Any], dflt: Defaults | None = None) -> None:
+    def __init__(self, conf: dict[str, Any], *, dflt: Defaults | None = None) -> None:
         dflt = dflt or Defaults()
         name = conf.get("name")
         self.network = name if isinstance(name, str) and valid_network(name) else ""
@@ -180,7 +180,7 @@ class Settings:
         self.delegate_capabilities: tuple[str, ...] = tuple(d["delegateCapabilities"])
 
 
-def digest(conf: dict[str, Any], dflt: Defaults | None = None) -> str:
+def digest(conf: dict[str, Any], *, dflt: Defaults | None = None) -> str:
     """The verdict's key: the config, and what it was completed with (the defaults)."""
     stable = {k: v for k, v in conf.items() if k not in _VOLATILE}
     filled = (dflt or Defaults()).conf()
@@ -188,13 +188,13 @@ def digest(conf: dict[str, Any], dflt: Defaults | None = None) -> str:
     return fsutil.sha256_hex(text.encode("utf-8", "surrogatepass"))
 
 
-def load(conf: dict[str, Any], dflt: Defaults | None = None) -> Settings:
+def load(conf: dict[str, Any], *, dflt: Defaults | None = None) -> Settings:
     """Validate `conf` (a whole guard config with name and cniVersion), using a stored verdict."""
     dflt = dflt or Defaults()
     check_version(conf)
     _check_volatile(conf)
     state_dir = _abs_or(conf.get("stateDir"), dflt.state_dir)
-    key = digest(conf, dflt)
+    key = digest(conf, dflt=dflt)
     verdict_dir = os.path.join(state_dir, VERDICT_DIR)
     stored = fsutil.read_small(verdict_dir, key + ".json")
     if stored is not None:
@@ -223,7 +223,7 @@ def _check_volatile(conf: dict[str, Any]) -> None:
 
 
 def validate_plugin_conf(
-    conf: dict[str, Any], network: str, cni_version: str, dflt: Defaults | None = None
+    conf: dict[str, Any], network: str, cni_version: str, *, dflt: Defaults | None = None
 ) -> Settings:
     """Validate a guard plugin config as it stands in a conflist (for the installer and tests)."""
     full = dict(conf, name=network, cniVersion=cni_version)

@@ -73,7 +73,7 @@ class Node:
         when empty)."""
         data = conf if isinstance(conf, bytes) else json.dumps(conf).encode()
         out = io.BytesIO()
-        code = cli.plugin_main(self.env(command, **env), io.BytesIO(data), out, self.defaults)
+        code = cli.plugin_main(self.env(command, **env), io.BytesIO(data), out, dflt=self.defaults)
         text = out.getvalue()
         return code, (json.loads(text) if text else None)
 

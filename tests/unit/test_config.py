@@ -69,7 +69,7 @@ def test_peek_falls_back_to_defaults_for_anything_malformed():
 
 
 def test_peek_falls_back_to_the_defaults_it_is_given(tmp_path):
-    peek = config.Peek(MALFORMED, _defaults(tmp_path, log_level="debug"))
+    peek = config.Peek(MALFORMED, dflt=_defaults(tmp_path, log_level="debug"))
     assert peek.state_dir == str(tmp_path / "d-state")
     assert peek.result_cache_dirs == (str(tmp_path / "d-results"),)
     assert peek.multus_cache_dirs == (str(tmp_path / "d-multus"),)
@@ -105,8 +105,8 @@ def test_the_defaults_given_are_the_ones_filled_in(tmp_path):
     """Two sets of defaults in one process, one config, one state dir: each load gets its own
     (none is fixed in the model at import, and the stored verdict is keyed by them too)."""
     conf = _conf(tmp_path, timeouts={"del": 5})
-    first = config.load(conf, _defaults(tmp_path / "a", timeouts={"add": 7}, lock_timeout=2))
-    second = config.load(conf, _defaults(tmp_path / "b", log_level="error"))
+    first = config.load(conf, dflt=_defaults(tmp_path / "a", timeouts={"add": 7}, lock_timeout=2))
+    second = config.load(conf, dflt=_defaults(tmp_path / "b", log_level="error"))
     assert first.log_file == str(tmp_path / "a" / "d.log")
     assert first.result_cache_dirs == (str(tmp_path / "a" / "d-results"),)
     assert first.timeouts == dict(defaults.TIMEOUTS, add=7.0, **{"del": 5.0})
@@ -118,19 +118,18 @@ def test_the_defaults_given_are_the_ones_filled_in(tmp_path):
     assert len(os.listdir(tmp_path / "state" / "verdicts")) == 2
     # ...and the same defaults again read the stored verdict: equal values, equal key.
     again = _defaults(tmp_path / "a", timeouts={"add": 7}, lock_timeout=2)
-    assert config.digest(conf, again) == config.digest(
-        conf, _defaults(tmp_path / "a", timeouts={"add": 7}, lock_timeout=2)
-    )
-    assert config.load(conf, again).log_file == first.log_file
+    same = _defaults(tmp_path / "a", timeouts={"add": 7}, lock_timeout=2)
+    assert config.digest(conf, dflt=again) == config.digest(conf, dflt=same)
+    assert config.load(conf, dflt=again).log_file == first.log_file
     assert len(os.listdir(tmp_path / "state" / "verdicts")) == 2
 
 
 def test_a_config_without_state_dir_keeps_its_verdict_in_the_default_one(tmp_path):
     conf = {k: v for k, v in _conf(tmp_path).items() if k != "stateDir"}
-    s = config.load(conf, _defaults(tmp_path))
+    s = config.load(conf, dflt=_defaults(tmp_path))
     assert s.state_dir == str(tmp_path / "d-state")
     assert os.listdir(tmp_path / "d-state" / "verdicts") == [
-        config.digest(conf, _defaults(tmp_path)) + ".json"
+        config.digest(conf, dflt=_defaults(tmp_path)) + ".json"
     ]
 
 
@@ -196,7 +195,7 @@ def test_validate_plugin_conf_takes_the_lists_name_and_version(tmp_path):
     s = config.validate_plugin_conf(plugin, "multus-cni-network", "0.3.1")
     assert (s.network, s.cni_version, s.delegate_type) == ("multus-cni-network", "0.3.1", "multus")
     assert s.state_dir == defaults.STATE_DIR
-    given = config.validate_plugin_conf(plugin, "n", "1.0.0", _defaults(tmp_path))
+    given = config.validate_plugin_conf(plugin, "n", "1.0.0", dflt=_defaults(tmp_path))
     assert given.state_dir == str(tmp_path / "d-state")
     with pytest.raises(errors.CniError):
         config.validate_plugin_conf(plugin, "multus-cni-network", "0.2.0")
