@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import BinaryIO, TextIO
 
+    from cni_delguard.guard.config import Defaults
+
 DESCRIPTION = """\
 A CNI meta-plugin that lets DEL succeed when ADD never happened. The container runtime runs it
 with CNI_COMMAND set (the plugin); without CNI_COMMAND it is the operator's tool below."""
@@ -53,7 +55,11 @@ def _from_a_runtime(argv: list[str], environ: Mapping[str, str]) -> bool:
     return not argv and any(name in environ for name in _RUNTIME_ONLY)
 
 
-def plugin_main(environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO) -> int:
+def plugin_main(
+    environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO, *, dflt: Defaults | None = None
+) -> int:
+    """The CNI plugin. `dflt`: what a config leaves out, the guard's own unless a test gives its
+    own (config.Defaults)."""
     version = CURRENT_VERSION
     try:
         from cni_delguard.cni import skel
@@ -69,7 +75,7 @@ def plugin_main(environ: Mapping[str, str], stdin: BinaryIO, stdout: BinaryIO) -
             from cni_delguard.commands import dispatch
             from cni_delguard.commands.context import Context
 
-            out = dispatch(Context(inv, environ), data)
+            out = dispatch(Context(inv, environ, dflt), data)
     except errors.CniError as exc:
         err = exc
     except OSError as exc:  # a file or process operation no narrower handler expected

@@ -11,22 +11,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.support import guard
-
-BUNDLE = Path(os.environ.get("DELGUARD_BIN", str(guard.FROZEN)))
+from tests.support import confs, guard
 
 
 @pytest.fixture(scope="module")
 def bundle() -> Path:
-    if not os.access(BUNDLE, os.X_OK):
-        if os.environ.get("CI"):
-            pytest.fail(f"{BUNDLE} must be built before the tests (tools/build.sh)")
-        pytest.skip(f"frozen bundle not built at {BUNDLE}: run tools/build.sh")
-    return BUNDLE
+    return guard.frozen_or_skip()
 
 
 @pytest.fixture
@@ -38,19 +33,16 @@ def lab(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def guard_conf(lab: Path, delegate: str = "bridge") -> bytes:
-    return json.dumps(
-        {
-            "cniVersion": "1.0.0",
-            "name": "n",
-            "type": "cni-delguard",
-            "delegate": {"type": delegate},
-            "stateDir": str(lab / "state"),
-            "logFile": str(lab / "log"),
-            "resultCacheDirs": [str(lab / "results")],
-            "multusCacheDirs": [str(lab / "multus")],
-        }
-    ).encode()
+def lab_conf(lab: Path, delegate: str = "bridge") -> bytes:
+    conf = confs.guard_conf(
+        {"type": delegate},
+        network="n",
+        state_dir=lab / "state",
+        log_file=lab / "log",
+        result_cache_dirs=[lab / "results"],
+        multus_cache_dirs=[lab / "multus"],
+    )
+    return json.dumps(conf).encode()
 
 
 def cni_env(command: str, lab: Path, **extra: str) -> dict[str, str]:
@@ -121,7 +113,7 @@ def test_version_through_symlink(bundle: Path, lab: Path, kind: str, how: str) -
 
 @pytest.mark.parametrize(("kind", "how"), WAYS)
 def test_no_evidence_del_through_symlink(bundle: Path, lab: Path, kind: str, how: str) -> None:
-    proc = invoke(lab, bundle, kind, how, cni_env("DEL", lab), guard_conf(lab))
+    proc = invoke(lab, bundle, kind, how, cni_env("DEL", lab), lab_conf(lab))
     assert (proc.returncode, proc.stdout) == (0, b""), proc.stderr.decode()
 
 
@@ -142,7 +134,7 @@ def test_delegate_gets_the_runtime_environment(bundle: Path, lab: Path) -> None:
     env = cni_env(
         "ADD", lab, CNI_NETNS="/var/run/netns/none", DUMP_TO=str(dump), LD_LIBRARY_PATH="/opt/x"
     )
-    proc = run([str(link(lab, bundle, "absolute"))], env, guard_conf(lab, "env-dumper"), lab)
+    proc = run([str(link(lab, bundle, "absolute"))], env, lab_conf(lab, "env-dumper"), lab)
     assert proc.returncode == 0, (proc.stdout, proc.stderr.decode())
     seen = dict(line.split("=", 1) for line in dump.read_text(encoding="utf-8").splitlines())
     assert seen["LD_LIBRARY_PATH"] == "/opt/x"
@@ -156,3 +148,45 @@ def test_bundle_carries_the_metadata_pydantic_looks_up(bundle: Path) -> None:
     internal = bundle.resolve().parent / "_internal"
     for dist in ("pydantic", "pydantic_core", "filelock", "typing_extensions", "annotated_types"):
         assert list(internal.glob(f"{dist}-*.dist-info/METADATA")), f"no metadata for {dist}"
+
+
+HOLDING_DELEGATE = """#!/bin/sh
+cat >/dev/null
+: > "$STARTED"
+while [ ! -e "$GO" ]; do sleep 0.02; done
+printf '{"cniVersion":"1.0.0","interfaces":[],"ips":[]}'
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the guard's stateDir must be owned by root")
+def test_ctypes_is_bundled_but_never_loaded(bundle: Path, lab: Path) -> None:
+    """Why packaging/bootstrap/pyimod03_ctypes.py exists: ctypes is in the bundle, so
+    PyInstaller's own hook would load it on every exec; the no-op keeps it out of the process.
+    Checked on an ADD, held while its delegate runs, from the guard's own memory map."""
+    internal = bundle.resolve().parent / "_internal"
+    assert list(internal.glob("python3*/lib-dynload/_ctypes.*.so")), "ctypes no longer bundled"
+    holder = lab / "bin" / "holder"
+    holder.write_text(HOLDING_DELEGATE, encoding="utf-8")
+    holder.chmod(0o755)
+    started, go = lab / "started", lab / "go"
+    env = cni_env("ADD", lab, CNI_NETNS="/var/run/netns/none", STARTED=str(started), GO=str(go))
+    guard_exe = link(lab, bundle, "absolute")
+    with subprocess.Popen(
+        [str(guard_exe)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as proc:
+        assert proc.stdin is not None
+        proc.stdin.write(lab_conf(lab, "holder"))
+        proc.stdin.close()
+        try:
+            while not started.exists():
+                assert proc.poll() is None, "the guard exited before its delegate started"
+                time.sleep(0.02)
+            maps = Path(f"/proc/{proc.pid}/maps").read_text(encoding="utf-8")
+        finally:
+            go.touch()
+            out = proc.stdout.read() if proc.stdout else b""
+            proc.wait(timeout=60)
+    assert proc.returncode == 0, out
+    assert str(internal) in maps, "not the guard's Python process"
+    assert "_ctypes" not in maps
+    assert "libffi" not in maps

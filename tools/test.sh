@@ -2,7 +2,8 @@
 # test.sh: the project's tests, on a fresh Debian bookworm machine, as root (network namespaces,
 # a containerd of the tests' own). Installs what it needs (Debian packages, cnitool built from
 # Debian's CNI source, the Python dev and freeze pins), builds the frozen bundle (the product the
-# tests run), lints, then runs pytest. Extra arguments go to pytest.
+# tests run), lints, then runs pytest with the integration suites (DELGUARD_INTEGRATION=1). Extra
+# arguments go to pytest. The quick loop needs none of this: `python3 -m pytest` (README.md).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,5 +23,7 @@ tools/build.sh
 "$python" -m ruff check .
 "$python" -m mypy
 
+# Everything: a bare pytest skips the integration suites (tests/conftest.py), this runs them too.
+export DELGUARD_INTEGRATION=1
 # pytest exits 5 when it collected no test: that is a failure here like any other non-zero.
 exec "$python" -m pytest "$@"

@@ -20,16 +20,20 @@ if TYPE_CHECKING:
     from typing import Any
 
     from cni_delguard.cni.skel import Invocation
-    from cni_delguard.guard.config import Settings
+    from cni_delguard.guard.config import Defaults, Settings
     from cni_delguard.guard.decide import Evidence
 
 
 class Context:
     """One invocation: what the runtime gave us and where the decision goes."""
 
-    def __init__(self, inv: Invocation, environ: Mapping[str, str]) -> None:
+    def __init__(
+        self, inv: Invocation, environ: Mapping[str, str], dflt: Defaults | None = None
+    ) -> None:
         self.inv = inv
         self.environ = environ
+        # What a config leaves out; None: the guard's own (guard/defaults.py). Tests give theirs.
+        self.defaults = dflt
         self.started = time.monotonic()
         self.log = Logger("", "info")
         # Which pod this is (CNI_ARGS), for markers and log lines; only values that validate.
@@ -57,7 +61,7 @@ class Context:
 
 
 def load(ctx: Context, conf: dict[str, Any]) -> Settings:
-    settings = config.load(conf, ctx.inv.cni_path)
+    settings = config.load(conf, ctx.inv.cni_path, dflt=ctx.defaults)
     ctx.use(settings)
     return settings
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 def run(ctx: Context, data: bytes) -> bytes:
     conf, conf_error = _parse(data)
-    peek = config.Peek(conf)
+    peek = config.Peek(conf, dflt=ctx.defaults)
     ctx.log = Logger(peek.log_file, peek.log_level, ctx.inv.cni_path)
     ev = evidence.gather(peek, ctx.inv.container_id, ctx.inv.ifname, peek.prev_result)
     first, reason = decide.decide_del(ev)

@@ -55,6 +55,61 @@ def check_version(conf: dict[str, Any]) -> str:
     return version
 
 
+class Defaults:
+    """The values a config gets for the keys it leaves out (DEL's peek: for keys it cannot read).
+
+    The guard's own are guard/defaults.py's, read when the object is made. They reach the pydantic
+    model as an argument, never as class attributes fixed at its import, so a test gives its own
+    (dirs under tmp_path) by passing them in, and two sets of defaults in one process stay apart.
+    """
+
+    __slots__ = (
+        "lock_timeout",
+        "log_file",
+        "log_level",
+        "multus_cache_dirs",
+        "result_cache_dirs",
+        "state_dir",
+        "timeouts",
+    )
+
+    def __init__(
+        self,
+        *,
+        state_dir: str | None = None,
+        result_cache_dirs: tuple[str, ...] | None = None,
+        multus_cache_dirs: tuple[str, ...] | None = None,
+        timeouts: dict[str, float] | None = None,
+        lock_timeout: float | None = None,
+        log_file: str | None = None,
+        log_level: str | None = None,
+    ) -> None:
+        d = defaults
+        self.state_dir = d.STATE_DIR if state_dir is None else state_dir
+        self.result_cache_dirs = (
+            d.RESULT_CACHE_DIRS if result_cache_dirs is None else result_cache_dirs
+        )
+        self.multus_cache_dirs = (
+            d.MULTUS_CACHE_DIRS if multus_cache_dirs is None else multus_cache_dirs
+        )
+        self.timeouts = dict(d.TIMEOUTS, **(timeouts or {}))
+        self.lock_timeout = d.LOCK_TIMEOUT if lock_timeout is None else lock_timeout
+        self.log_file = d.LOG_FILE if log_file is None else log_file
+        self.log_level = d.LOG_LEVEL if log_level is None else log_level
+
+    def conf(self) -> dict[str, Any]:
+        """The defaults as the config keys they stand for (what validation fills in)."""
+        return {
+            "stateDir": self.state_dir,
+            "resultCacheDirs": list(self.result_cache_dirs),
+            "multusCacheDirs": list(self.multus_cache_dirs),
+            "timeouts": dict(self.timeouts),
+            "lockTimeout": self.lock_timeout,
+            "logFile": self.log_file,
+            "logLevel": self.log_level,
+        }
+
+
 class Peek:
     """What DEL needs to look for evidence, read without trusting the config."""
 
@@ -69,20 +124,17 @@ class Peek:
         "state_dir",
     )
 
-    def __init__(self, conf: dict[str, Any]) -> None:
+    def __init__(self, conf: dict[str, Any], *, dflt: Defaults | None = None) -> None:
+        dflt = dflt or Defaults()
         name = conf.get("name")
         self.network = name if isinstance(name, str) and valid_network(name) else ""
-        self.state_dir = _abs_or(conf.get("stateDir"), defaults.STATE_DIR)
-        self.result_cache_dirs = _abs_list_or(
-            conf.get("resultCacheDirs"), defaults.RESULT_CACHE_DIRS
-        )
-        self.multus_cache_dirs = _abs_list_or(
-            conf.get("multusCacheDirs"), defaults.MULTUS_CACHE_DIRS
-        )
+        self.state_dir = _abs_or(conf.get("stateDir"), dflt.state_dir)
+        self.result_cache_dirs = _abs_list_or(conf.get("resultCacheDirs"), dflt.result_cache_dirs)
+        self.multus_cache_dirs = _abs_list_or(conf.get("multusCacheDirs"), dflt.multus_cache_dirs)
         log_file = conf.get("logFile")
-        self.log_file = log_file if log_file == "" else _abs_or(log_file, defaults.LOG_FILE)
+        self.log_file = log_file if log_file == "" else _abs_or(log_file, dflt.log_file)
         level = conf.get("logLevel")
-        self.log_level = level if isinstance(level, str) else defaults.LOG_LEVEL
+        self.log_level = level if isinstance(level, str) else dflt.log_level
         self.prev_result = isinstance(conf.get("prevResult"), dict)
         self.observe = conf.get("mode") == defaults.OBSERVE
 
@@ -132,20 +184,23 @@ class Settings:
         self.mode: str = d["mode"]
 
 
-def digest(conf: dict[str, Any]) -> str:
+def digest(conf: dict[str, Any], *, dflt: Defaults | None = None) -> str:
+    """The verdict's key: the config, and what it was completed with (the defaults)."""
     stable = {k: v for k, v in conf.items() if k not in _VOLATILE}
-    text = jsonlite.dumps([__version__, stable], sort_keys=True, compact=True)
+    filled = (dflt or Defaults()).conf()
+    text = jsonlite.dumps([__version__, stable, filled], sort_keys=True, compact=True)
     return fsutil.sha256_hex(text.encode("utf-8", "surrogatepass"))
 
 
-def load(conf: dict[str, Any], cni_path: str = "") -> Settings:
+def load(conf: dict[str, Any], cni_path: str = "", *, dflt: Defaults | None = None) -> Settings:
     """Validate `conf` (a whole guard config with name and cniVersion), using a stored verdict.
     `cni_path` is where an admin's widened path rule is found (paths.py)."""
+    dflt = dflt or Defaults()
     check_version(conf)
     _check_volatile(conf)
-    state_dir = _abs_or(conf.get("stateDir"), defaults.STATE_DIR)
+    state_dir = _abs_or(conf.get("stateDir"), dflt.state_dir)
     check_paths(state_dir, _abs_or(conf.get("logFile"), ""), cni_path)
-    key = digest(conf)
+    key = digest(conf, dflt=dflt)
     verdict_dir = os.path.join(state_dir, VERDICT_DIR)
     stored = fsutil.read_small(verdict_dir, key + ".json")
     if stored is not None:
@@ -155,7 +210,7 @@ def load(conf: dict[str, Any], cni_path: str = "") -> Settings:
             pass  # a verdict from an older layout: validate again and overwrite it
     from cni_delguard.guard import models
 
-    normalized = models.validate(conf)
+    normalized = models.validate(conf, dflt)
     fsutil.write_best_effort(verdict_dir, key + ".json", jsonlite.dumps(normalized).encode())
     fsutil.prune_oldest(verdict_dir, keep=_KEEP_VERDICTS)
     return Settings(normalized)
@@ -183,10 +238,12 @@ def _check_volatile(conf: dict[str, Any]) -> None:
         raise errors.CniError(errors.INVALID_CONFIG, "delegate must be an object with a type")
 
 
-def validate_plugin_conf(conf: dict[str, Any], network: str, cni_version: str) -> Settings:
+def validate_plugin_conf(
+    conf: dict[str, Any], network: str, cni_version: str, *, dflt: Defaults | None = None
+) -> Settings:
     """Validate a guard plugin config as it stands in a conflist (for the installer and tests)."""
     full = dict(conf, name=network, cniVersion=cni_version)
     check_version(full)
     from cni_delguard.guard import models
 
-    return Settings(models.validate(full))
+    return Settings(models.validate(full, dflt or Defaults()))

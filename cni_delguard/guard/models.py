@@ -9,12 +9,23 @@ from __future__ import annotations
 import os
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from cni_delguard import PLUGIN_TYPE
 from cni_delguard.cni import errors
 from cni_delguard.cni.skel import MAX_NETWORK, valid_network
-from cni_delguard.guard import defaults
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cni_delguard.guard.config import Defaults
 
 
 def _absolute(value: str) -> str:
@@ -44,6 +55,14 @@ def _plugin_type(value: str) -> str:
     return value
 
 
+def _filled(data: Any, info: ValidationInfo, key: str) -> Any:
+    """`data` with the keys it leaves out taken from the defaults given to validate()."""
+    if not isinstance(data, dict) or not isinstance(info.context, dict):
+        return data  # not an object: the field's own validation says so
+    given: dict[str, Any] = info.context[key]
+    return {**given, **data}
+
+
 AbsPath = Annotated[str, AfterValidator(_absolute)]
 Seconds = Annotated[float, Field(gt=0, le=3600)]
 
@@ -51,11 +70,16 @@ Seconds = Annotated[float, Field(gt=0, le=3600)]
 class Timeouts(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
-    add: Seconds = defaults.TIMEOUTS["add"]
-    del_: Seconds = Field(defaults.TIMEOUTS["del"], alias="del")
-    check: Seconds = defaults.TIMEOUTS["check"]
-    gc: Seconds = defaults.TIMEOUTS["gc"]
-    status: Seconds = defaults.TIMEOUTS["status"]
+    add: Seconds
+    del_: Seconds = Field(alias="del")
+    check: Seconds
+    gc: Seconds
+    status: Seconds
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        return _filled(data, info, "timeouts")
 
 
 class DelegateConf(BaseModel):
@@ -74,27 +98,33 @@ class GuardConf(BaseModel):
     name: Annotated[str, AfterValidator(_network)]
     type: Literal["cni-delguard"]
     delegate: DelegateConf
-    stateDir: AbsPath = defaults.STATE_DIR  # noqa: N815
-    resultCacheDirs: list[AbsPath] = Field(  # noqa: N815
-        default_factory=lambda: list(defaults.RESULT_CACHE_DIRS)
-    )
-    multusCacheDirs: list[AbsPath] = Field(  # noqa: N815
-        default_factory=lambda: list(defaults.MULTUS_CACHE_DIRS)
-    )
-    timeouts: Timeouts = Field(default_factory=lambda: Timeouts.model_validate({}))
-    lockTimeout: Seconds = defaults.LOCK_TIMEOUT  # noqa: N815
-    logFile: Annotated[str, AfterValidator(_log_file)] = defaults.LOG_FILE  # noqa: N815
-    logLevel: Literal["debug", "info", "warning", "error"] = "info"  # noqa: N815
+    # No defaults here: validate() passes them in (config.Defaults), see _defaults below.
+    stateDir: AbsPath  # noqa: N815
+    resultCacheDirs: list[AbsPath]  # noqa: N815
+    multusCacheDirs: list[AbsPath]  # noqa: N815
+    timeouts: Timeouts
+    lockTimeout: Seconds  # noqa: N815
+    logFile: Annotated[str, AfterValidator(_log_file)]  # noqa: N815
+    logLevel: Literal["debug", "info", "warning", "error"]  # noqa: N815
     mode: Literal["enforce", "observe"] = "enforce"  # defaults.MODE
     capabilities: dict[str, bool] = Field(default_factory=dict)
     runtimeConfig: dict[str, Any] = Field(default_factory=dict)  # noqa: N815
     prevResult: dict[str, Any] | None = None  # noqa: N815
 
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        return _filled(data, info, "guard")
 
-def validate(conf: dict[str, Any]) -> dict[str, Any]:
-    """Validate a guard config; return the normalized settings config.Settings is built from."""
+
+def validate(conf: dict[str, Any], dflt: Defaults) -> dict[str, Any]:
+    """Validate a guard config, completed with `dflt` (config.Defaults: the guard's own unless a
+    caller such as a test gives others); return the normalized settings config.Settings is built
+    from."""
+    filled = dflt.conf()
+    context = {"guard": filled, "timeouts": filled["timeouts"]}
     try:
-        model = GuardConf.model_validate(conf)
+        model = GuardConf.model_validate(conf, context=context)
     except ValidationError as exc:
         raise errors.CniError(
             errors.INVALID_CONFIG, "invalid cni-delguard configuration", _summary(exc)

@@ -16,12 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import pytest
+
 from tests.support.cniexec import ListRunner, PluginExec, version_tuple
 from tests.support.cnitool import Cnitool, Outcome, container_id
+from tests.support.confs import guard_plugin, stale_delegate
 from tests.support.fakes import install_fake
 from tests.support.guard import install_guard
 from tests.support.netns import Netns, NetnsSet
 from tests.support.recorder import install_recorder, read_records
+from tests.support.records import fake_calls, guard_log
 
 VERSIONS = ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]
 DEBIAN_PLUGINS = Path("/usr/lib/cni")
@@ -40,6 +44,14 @@ def has_check(version: str) -> bool:
 
 def reference_ok(version: str) -> bool:
     return version_tuple(version) <= version_tuple(REFERENCE_MAX)
+
+
+# The versions Debian's plugins and cnitool speak; the others are skipped, with the reason, before
+# the lab is made (the matrix shows them as "skip").
+REFERENCE_VERSIONS = [
+    pytest.param(v, marks=pytest.mark.skipif(not reference_ok(v), reason=REFERENCE_SKIP))
+    for v in VERSIONS
+]
 
 
 class Runner(Protocol):
@@ -138,16 +150,17 @@ class Lab:
         return f"{prefix}{self._counter}-{self.outer.name[-8:]}"
 
     def guard(self, delegate: dict[str, Any], **extra: Any) -> dict[str, Any]:
-        conf = {
-            "type": "cni-delguard",
-            "delegate": delegate,
-            "stateDir": str(self.state_dir),
-            "resultCacheDirs": [str(self.cache_dir / "results")],
-            "multusCacheDirs": [str(self.tmp / "multus")],
-            "logFile": str(self.log_file),
-            "logLevel": "debug",
-        }
-        return conf | extra
+        return (
+            guard_plugin(
+                delegate,
+                state_dir=self.state_dir,
+                result_cache_dirs=[self.cache_dir / "results"],
+                multus_cache_dirs=[self.tmp / "multus"],
+                log_file=self.log_file,
+                logLevel="debug",
+            )
+            | extra
+        )
 
     def bridge(self, plugin_type: str = "bridge", bridge: str = "", **ipam: Any) -> dict[str, Any]:
         rng: dict[str, Any] = {"subnet": SUBNET} | ipam
@@ -165,11 +178,11 @@ class Lab:
         }
 
     def fake(self, **knobs: Any) -> dict[str, Any]:
-        return {
-            "type": "stale-delegate",
-            "stateDir": str(self.fake_state),
-            "recordFile": str(self.fake_record),
-        } | knobs
+        return stale_delegate(self.fake_state, self.fake_record, **knobs)
+
+    def recorded_bridge(self, **ipam: Any) -> tuple[Path, dict[str, Any]]:
+        """Debian's bridge behind the recording wrapper `rec-bridge`: (its record, its config)."""
+        return self.recorder("rec-bridge", "bridge"), self.bridge("rec-bridge", **ipam)
 
     def recorder(self, name: str, target: str, **kwargs: Any) -> Path:
         """Install rec-<name> wrapping bin_dir/target; return its record file."""
@@ -226,13 +239,13 @@ class Lab:
         return sorted(p.name for p in ndir.iterdir() if p.name[0].isdigit())
 
     def fake_calls(self, command: str | None = None) -> list[dict[str, Any]]:
-        if not self.fake_record.exists():
-            return []
-        calls = [json.loads(line) for line in self.fake_record.read_text().splitlines()]
-        return [c for c in calls if command is None or c["command"] == command]
+        return fake_calls(self.fake_record, command)
 
     def calls(self, record: Path, command: str | None = None) -> list[dict[str, Any]]:
         return [c for c in read_records(record) if command is None or c["command"] == command]
+
+    def log_lines(self, **fields: Any) -> list[dict[str, Any]]:
+        return guard_log(self.log_file, **fields)
 
     def key(self, netns: Path, ifname: str = "eth0") -> str:
         return f"{container_id(netns)}:{ifname}"

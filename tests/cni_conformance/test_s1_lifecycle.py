@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.cni_conformance.checks import assert_attached, assert_detached, ok
-from tests.cni_conformance.lab import REFERENCE_SKIP, VERSIONS, Lab, has_check, reference_ok
+from tests.cni_conformance.lab import REFERENCE_VERSIONS, VERSIONS, Lab, has_check
 from tests.support.cnitool import container_id
 from tests.support.recorder import read_records
 
@@ -42,12 +42,9 @@ def delegate_alone(lab: Lab, version: str, bridge: dict[str, Any]) -> dict[str, 
     return dict(result)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", REFERENCE_VERSIONS)
 def test_guard_wrapping_bridge(lab: Lab, version: str) -> None:
-    if not reference_ok(version):
-        pytest.skip(REFERENCE_SKIP)
-    record = lab.recorder("rec-bridge", "bridge")
-    bridge = lab.bridge("rec-bridge")
+    record, bridge = lab.recorded_bridge()
     baseline = delegate_alone(lab, version, bridge)
     conf = lab.conflist(version, [lab.guard(bridge)])
     net, inner = conf["name"], lab.nets.new("i")
@@ -72,13 +69,10 @@ def test_guard_wrapping_bridge(lab: Lab, version: str) -> None:
     assert len(lab.calls(record, "DEL")) == 1, "second DEL reached the delegate with nothing left"
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", REFERENCE_VERSIONS)
 def test_guard_output_is_the_delegates_bytes(lab: Lab, version: str) -> None:
     """Exec'd directly (no libcni re-encoding), the guard prints the delegate's stdout as is."""
-    if not reference_ok(version):
-        pytest.skip(REFERENCE_SKIP)
-    record = lab.recorder("rec-bridge", "bridge")
-    bridge = lab.bridge("rec-bridge")
+    record, bridge = lab.recorded_bridge()
     conf = lab.conflist(version, [lab.guard(bridge)])
     inner = lab.nets.new("i")
     stdin = dict(conf["plugins"][0], name=conf["name"], cniVersion=version)
@@ -92,10 +86,8 @@ def test_guard_output_is_the_delegates_bytes(lab: Lab, version: str) -> None:
     assert lab.leases(conf["name"]) == []
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", REFERENCE_VERSIONS)
 def test_guard_chained_with_portmap_and_tuning(lab: Lab, version: str) -> None:
-    if not reference_ok(version):
-        pytest.skip(REFERENCE_SKIP)
     bridge = lab.bridge()
     tuning = {"type": "tuning", "mtu": 1400, "dataDir": str(lab.tmp / "tuning")}
     portmap = {"type": "portmap", "capabilities": {"portMappings": True}, "snat": True}

@@ -8,30 +8,19 @@ ever added, or removal would deadlock on a config error.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.cni_conformance.checks import ok
-from tests.cni_conformance.lab import REFERENCE_SKIP, VERSIONS, Lab, reference_ok
+from tests.cni_conformance.lab import REFERENCE_VERSIONS, VERSIONS, Lab
 from tests.support.cnitool import container_id
 
 pytestmark = pytest.mark.netns
 SCENARIO = "2 del, never added"
 
 
-def log_lines(lab: Lab) -> list[dict[str, object]]:
-    if not lab.log_file.exists():
-        return []
-    return [json.loads(line) for line in lab.log_file.read_text().splitlines()]
-
-
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", REFERENCE_VERSIONS)
 def test_del_never_added_skips_bridge(lab: Lab, version: str) -> None:
-    if not reference_ok(version):
-        pytest.skip(REFERENCE_SKIP)
-    record = lab.recorder("rec-bridge", "bridge")
-    bridge = lab.bridge("rec-bridge")
+    record, bridge = lab.recorded_bridge()
     conf = lab.conflist(version, [lab.guard(bridge)])
     inner = lab.nets.new("i")
 
@@ -39,7 +28,7 @@ def test_del_never_added_skips_bridge(lab: Lab, version: str) -> None:
     assert lab.calls(record) == [], "the delegate was called"
     assert lab.state_files() == []
     assert bridge["bridge"] not in lab.outer.links()
-    [line] = [e for e in log_lines(lab) if e.get("command") == "DEL"]
+    [line] = lab.log_lines(command="DEL")
     assert line["decision"] == "skip"
     assert line["containerID"] == container_id(inner.path)
 

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from tests.cni_conformance.checks import failed, ok
-from tests.cni_conformance.lab import REFERENCE_SKIP, VERSIONS, Lab, reference_ok
+from tests.cni_conformance.lab import REFERENCE_VERSIONS, VERSIONS, Lab
 from tests.support.cnitool import container_id
 from tests.support.recorder import read_records
 
@@ -21,12 +21,9 @@ SCENARIO = "3 add fails in delegate"
 ONE_ADDRESS = {"rangeStart": "10.77.0.10", "rangeEnd": "10.77.0.10"}
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", REFERENCE_VERSIONS)
 def test_exhausted_host_local_range(lab: Lab, version: str) -> None:
-    if not reference_ok(version):
-        pytest.skip(REFERENCE_SKIP)
-    record = lab.recorder("rec-bridge", "bridge")
-    bridge = lab.bridge("rec-bridge", **ONE_ADDRESS)
+    record, bridge = lab.recorded_bridge(**ONE_ADDRESS)
     conf = lab.conflist(version, [lab.guard(bridge)])
     net, runner = conf["name"], lab.runner(conf)
     first, second, third = lab.nets.new("a"), lab.nets.new("b"), lab.nets.new("c")

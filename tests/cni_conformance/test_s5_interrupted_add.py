@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.cni_conformance.checks import assert_detached, ok
-from tests.cni_conformance.lab import REFERENCE_SKIP, VERSIONS, Lab, reference_ok
+from tests.cni_conformance.lab import REFERENCE_VERSIONS, VERSIONS, Lab
 from tests.support.cnitool import container_id
 from tests.support.netns import Netns
 from tests.support.recorder import read_records
@@ -67,10 +67,8 @@ def state_files(path: Path) -> list[str]:
     return sorted(p.name for p in path.iterdir()) if path.exists() else []
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", REFERENCE_VERSIONS)
 def test_guard_killed_while_bridge_runs(lab: Lab, version: str) -> None:
-    if not reference_ok(version):
-        pytest.skip(REFERENCE_SKIP)
     record = lab.recorder("rec-bridge", "bridge", hang_after_add=True)
     bridge = lab.bridge("rec-bridge")
     conf = lab.conflist(version, [lab.guard(bridge)])

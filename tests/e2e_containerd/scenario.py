@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,9 @@ import grpc
 from tests.e2e_containerd.cri import CriClient
 from tests.e2e_containerd.node import Node, bridge_prefix
 from tests.e2e_containerd.waiting import wait_for
+from tests.support.confs import guard_plugin, stale_delegate
 from tests.support.guard import install_guard
+from tests.support.records import fake_calls
 
 NETWORK = "e2e"
 SUBNET = "10.251.73.0/24"  # only ever inside the pods' netns and on a bridge without an address
@@ -34,18 +35,12 @@ class FakeDelegate:
         return self.node.tmp / "fake-state"
 
     def conf(self, **knobs: Any) -> dict[str, Any]:
-        return {"type": "stale-delegate", "stateDir": str(self.state_dir),
-                "recordFile": str(self.record), **knobs}
+        return stale_delegate(self.state_dir, self.record, **knobs)
 
     def calls(
         self, command: str | None = None, container: str | None = None
     ) -> list[dict[str, Any]]:
-        if not self.record.exists():
-            return []
-        entries = [json.loads(line) for line in self.record.read_text().splitlines() if line]
-        return [e for e in entries
-                if (command is None or e["command"] == command)
-                and (container is None or e["containerID"] == container)]
+        return fake_calls(self.record, command, containerID=container)
 
     def wait_call(self, command: str) -> dict[str, Any]:
         found = wait_for(lambda: self.calls(command), f"the fake delegate's {command} to start")
@@ -80,9 +75,8 @@ def guard_log(node: Node) -> Path:
 
 
 def wrap(node: Node, delegate: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "cni-delguard", "delegate": delegate,
-            "stateDir": str(guard_state(node)), "logFile": str(guard_log(node)),
-            "logLevel": "debug", "timeouts": {"add": GUARD_ADD_TIMEOUT}}
+    return guard_plugin(delegate, state_dir=guard_state(node), log_file=guard_log(node),
+                        logLevel="debug", timeouts={"add": GUARD_ADD_TIMEOUT})
 
 
 @dataclass

@@ -15,8 +15,6 @@ the fake's record or containerd's log); every node is torn down by the fixtures,
 """
 from __future__ import annotations
 
-import json
-
 import grpc
 import pytest
 
@@ -35,6 +33,7 @@ from tests.e2e_containerd.scenario import (
     rpc_error,
 )
 from tests.e2e_containerd.waiting import wait_for, wait_gone
+from tests.support import records
 
 pytestmark = pytest.mark.containerd
 
@@ -61,10 +60,7 @@ def assert_name_reserved(client: CriClient, pod: PodSpec, holder: str) -> None:
 
 
 def guard_del_lines(node: Node, container: str) -> list[dict[str, object]]:
-    if not guard_log(node).exists():
-        return []
-    lines = [json.loads(x) for x in guard_log(node).read_text().splitlines() if x.strip()]
-    return [x for x in lines if x.get("command") == "DEL" and x.get("containerID") == container]
+    return records.guard_log(guard_log(node), command="DEL", containerID=container)
 
 
 # --- 1. ADD hangs, containerd is SIGKILLed and restarted ---------------------------------------

@@ -24,6 +24,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def bundle_built():
+    guard.frozen_or_skip()
+
+
 def version_via(link):
     return subprocess.run(
         [link],

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.support import guard, netns
+from tests.support.confs import guard_conf, stale_delegate
 from tests.support.fakes import install_fake
+from tests.support.records import fake_calls, guard_log
 
 MODES = ["package", "frozen"]
 
@@ -20,14 +22,8 @@ MODES = ["package", "frozen"]
 @pytest.fixture(params=MODES)
 def bin_dir(request, tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("DELGUARD_UNDER_TEST", request.param)
-    if (
-        request.param == "frozen"
-        and not os.access(guard.FROZEN, os.X_OK)
-        and "DELGUARD_BIN" not in os.environ
-    ):
-        if os.environ.get("CI"):
-            pytest.fail("the frozen binary must be built before the tests (tools/build.sh)")
-        pytest.skip("frozen binary not built (tools/build.sh)")
+    if request.param == "frozen":
+        guard.frozen_or_skip()
     d = tmp_path / "bin"
     d.mkdir()
     guard.install_guard(d)
@@ -60,33 +56,27 @@ def run(bin_dir, command, conf, cid="c1", ifname="eth0", netns_path="/proc/self/
     return proc.returncode, (json.loads(proc.stdout) if proc.stdout else None)
 
 
-def fake_conf(tmp_path, **delegate):
+def guard_files(tmp_path):
+    """The guard's files under tmp_path (keys of tests/support/confs.guard_plugin)."""
     return {
-        "cniVersion": "1.0.0",
-        "name": "net1",
-        "type": "cni-delguard",
-        "delegate": {
-            "type": "stale-delegate",
-            "stateDir": str(tmp_path / "fake"),
-            "recordFile": str(tmp_path / "calls"),
-            **delegate,
-        },
-        "stateDir": str(tmp_path / "state"),
-        "logFile": str(tmp_path / "log"),
-        "resultCacheDirs": [str(tmp_path / "results")],
-        "multusCacheDirs": [],
+        "state_dir": tmp_path / "state",
+        "log_file": tmp_path / "log",
+        "result_cache_dirs": [tmp_path / "results"],
+        "multus_cache_dirs": [],
     }
 
 
+def fake_conf(tmp_path, **delegate):
+    fake = stale_delegate(tmp_path / "fake", tmp_path / "calls", **delegate)
+    return guard_conf(fake, **guard_files(tmp_path))
+
+
 def calls(tmp_path):
-    path = tmp_path / "calls"
-    return (
-        [json.loads(x)["command"] for x in path.read_text().splitlines()] if path.exists() else []
-    )
+    return [c["command"] for c in fake_calls(tmp_path / "calls")]
 
 
 def last_decision(tmp_path):
-    return json.loads((tmp_path / "log").read_text().splitlines()[-1])["decision"]
+    return guard_log(tmp_path / "log")[-1]["decision"]
 
 
 def test_version(bin_dir):
@@ -161,21 +151,13 @@ def test_bridge_and_host_local_through_the_guard(bin_dir, tmp_path):
     try:
         outer, pod = spaces.new("o"), spaces.new("p")
         leases = tmp_path / "leases"
-        conf = {
-            "cniVersion": "1.0.0",
-            "name": "pnet",
-            "type": "cni-delguard",
-            "delegate": {
-                "type": "bridge",
-                "bridge": "dgpbr0",
-                "isGateway": True,
-                "ipam": {"type": "host-local", "subnet": "10.252.0.0/24", "dataDir": str(leases)},
-            },
-            "stateDir": str(tmp_path / "state"),
-            "logFile": str(tmp_path / "log"),
-            "resultCacheDirs": [str(tmp_path / "results")],
-            "multusCacheDirs": [],
+        bridge = {
+            "type": "bridge",
+            "bridge": "dgpbr0",
+            "isGateway": True,
+            "ipam": {"type": "host-local", "subnet": "10.252.0.0/24", "dataDir": str(leases)},
         }
+        conf = guard_conf(bridge, network="pnet", **guard_files(tmp_path))
         inside = ["ip", "netns", "exec", outer.name]
         code, result = run(bin_dir, "ADD", conf, netns_path=str(pod.path), prefix=inside)
         assert code == 0

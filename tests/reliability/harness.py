@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.confs import guard_conf, stale_delegate
 from tests.support.fakes import install_fake
 from tests.support.guard import install_guard
+from tests.support.records import fake_calls, guard_log
 
 STATES = ("attempted", "completed", "deleting")
 NETNS = "/var/run/netns/reliability-fake"  # the fakes never enter it; ADD only needs it set
@@ -222,8 +224,8 @@ class Bench:
 
     # -- configs -------------------------------------------------------------------------------
     def gated(self, **knobs: Any) -> dict[str, Any]:
-        return {"type": "gated", "stateDir": str(self.fake_state), "recordFile": str(self.record),
-                "gateDir": str(self.gate_dir)} | knobs
+        return stale_delegate(self.fake_state, self.record, "gated",
+                              gateDir=str(self.gate_dir)) | knobs
 
     def broken(self, mode: str, **knobs: Any) -> dict[str, Any]:
         return {"type": "broken", "misbehave": mode, "recordFile": str(self.record),
@@ -231,18 +233,17 @@ class Bench:
 
     def conf(self, delegate: dict[str, Any] | None = None, network: str = "net1",
              version: str = "1.0.0", **extra: Any) -> dict[str, Any]:
-        conf = {
-            "cniVersion": version,
-            "name": network,
-            "type": "cni-delguard",
-            "delegate": delegate if delegate is not None else self.gated(),
-            "stateDir": str(self.state_dir),
-            "resultCacheDirs": [str(self.root / "results")],
-            "multusCacheDirs": [str(self.root / "multus")],
-            "logFile": str(self.log_file),
-            "logLevel": "debug",
-            "timeouts": {"add": 20, "del": 20, "check": 20, "gc": 20, "status": 10},
-        }
+        conf = guard_conf(
+            delegate if delegate is not None else self.gated(),
+            network=network,
+            version=version,
+            state_dir=self.state_dir,
+            result_cache_dirs=[self.root / "results"],
+            multus_cache_dirs=[self.root / "multus"],
+            log_file=self.log_file,
+            logLevel="debug",
+            timeouts={"add": 20, "del": 20, "check": 20, "gc": 20, "status": 10},
+        )
         return conf | extra
 
     def env(self, command: str, cid: str = "c1", ifname: str = "eth0") -> dict[str, str]:
@@ -287,11 +288,7 @@ class Bench:
 
     # -- inspection ----------------------------------------------------------------------------
     def records(self, command: str | None = None, phase: str = "start") -> list[dict[str, Any]]:
-        if not self.record.exists():
-            return []
-        rows = [json.loads(line) for line in self.record.read_text().splitlines() if line]
-        return [r for r in rows if (command is None or r["command"] == command)
-                and r.get("phase", "start") == phase]
+        return [r for r in fake_calls(self.record, command) if r.get("phase", "start") == phase]
 
     def fake_holds(self, cid: str = "c1", ifname: str = "eth0") -> bool:
         return (self.fake_state / f"{cid}:{ifname}").exists()
@@ -301,9 +298,7 @@ class Bench:
         return sorted(os.listdir(ndir)) if ndir.is_dir() else []
 
     def log_lines(self) -> list[dict[str, Any]]:
-        if not self.log_file.exists():
-            return []
-        return [json.loads(line) for line in self.log_file.read_text().splitlines() if line]
+        return guard_log(self.log_file)
 
 
 def attachment_files(entries: list[str], cid: str, ifname: str = "eth0") -> list[str]:

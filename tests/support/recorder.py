@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.records import matching, read_jsonl
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -54,10 +56,7 @@ def install_recorder(
 
 
 def read_records(record: Path, phase: str = "start") -> list[dict[str, Any]]:
-    if not record.exists():
-        return []
-    lines = record.read_text(encoding="utf-8").splitlines()
-    return [e for e in map(json.loads, lines) if e["phase"] == phase]
+    return matching(read_jsonl(record), phase=phase)
 
 
 def _append(record: str, entry: dict[str, Any]) -> None:

@@ -10,11 +10,17 @@ import pytest
 
 from cni_delguard import cli
 from cni_delguard.guard import config
+from tests.support.confs import guard_conf, stale_delegate
 from tests.support.fakes import install_fake
+from tests.support.records import fake_calls, guard_log
 
 
 class Node:
-    """A temp CNI node: bin dir, the guard's state/log, libcni and multus caches, the fake."""
+    """A temp CNI node: bin dir, the guard's state/log, libcni and multus caches, the fake.
+
+    `defaults` is what the guard falls back to when a config leaves a key out or cannot be read
+    (its host dirs in the product): here dirs under root/defaults, given to every run.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -28,27 +34,29 @@ class Node:
         for d in (self.bin, self.results, self.multus):
             d.mkdir()
         install_fake(self.bin)
+        self.default_root = root / "defaults"
+        self.defaults = config.Defaults(
+            state_dir=str(self.default_root / "state"),
+            result_cache_dirs=(str(self.default_root / "results"),),
+            multus_cache_dirs=(str(self.default_root / "multus"),),
+            log_file=str(self.default_root / "delguard.log"),
+        )
 
     def conf(self, version: str = "1.0.0", **extra: object) -> dict[str, object]:
-        delegate = {
-            "type": "stale-delegate",
-            "stateDir": str(self.fake_state),
-            "recordFile": str(self.record),
-        }
-        delegate.update(extra.pop("delegate", {}))  # type: ignore[arg-type]
-        conf: dict[str, object] = {
-            "cniVersion": version,
-            "name": "net1",
-            "type": "cni-delguard",
-            "delegate": delegate,
-            "stateDir": str(self.state),
-            "logFile": str(self.log),
-            "resultCacheDirs": [str(self.results)],
-            "multusCacheDirs": [str(self.multus)],
-            "timeouts": {"add": 10, "del": 10, "check": 10, "gc": 10, "status": 10},
-        }
-        conf.update(extra)
-        return conf
+        knobs: dict[str, object] = extra.pop("delegate", {})  # type: ignore[assignment]
+        delegate = stale_delegate(self.fake_state, self.record, **knobs)
+        return (
+            guard_conf(
+                delegate,
+                version=version,
+                state_dir=self.state,
+                log_file=self.log,
+                result_cache_dirs=[self.results],
+                multus_cache_dirs=[self.multus],
+                timeouts={"add": 10, "del": 10, "check": 10, "gc": 10, "status": 10},
+            )
+            | extra
+        )
 
     def libcni_cache(
         self, cid: str = "c1", ifname: str = "eth0", body: bytes | None = None
@@ -74,24 +82,20 @@ class Node:
         }
 
     def run(self, command: str, conf: object, **env: str) -> tuple[int, dict[str, object] | None]:
-        """Run the plugin in-process; (exit code, parsed stdout or None when empty)."""
+        """Run the plugin in-process with this node's defaults; (exit code, parsed stdout or None
+        when empty)."""
         data = conf if isinstance(conf, bytes) else json.dumps(conf).encode()
         out = io.BytesIO()
-        environ = self.env(command, **env)
-        code = cli.main([], environ, io.BytesIO(data), out, io.StringIO())
+        code = cli.plugin_main(self.env(command, **env), io.BytesIO(data), out, dflt=self.defaults)
         text = out.getvalue()
         return code, (json.loads(text) if text else None)
 
     def calls(self) -> list[str]:
         """The commands the fake delegate received, in order."""
-        if not self.record.exists():
-            return []
-        return [json.loads(line)["command"] for line in self.record.read_text().splitlines()]
+        return [c["command"] for c in fake_calls(self.record)]
 
     def decisions(self) -> list[dict[str, object]]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
+        return guard_log(self.log)
 
     def state_files(self) -> list[str]:
         net = self.state / "networks" / "net1"
@@ -118,17 +122,10 @@ def make_settings(state_dir: str = "/s", caps: tuple[str, ...] = ()) -> config.S
     )
 
 
-@pytest.fixture(autouse=True)
-def default_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point the guard's defaults (used when a config cannot be read) into tmp_path."""
-    from cni_delguard.guard import defaults
-
-    root = tmp_path / "defaults"
-    monkeypatch.setattr(defaults, "STATE_DIR", str(root / "state"))
-    monkeypatch.setattr(defaults, "RESULT_CACHE_DIRS", (str(root / "results"),))
-    monkeypatch.setattr(defaults, "MULTUS_CACHE_DIRS", (str(root / "multus"),))
-    monkeypatch.setattr(defaults, "LOG_FILE", str(root / "delguard.log"))
-    return root
+@pytest.fixture
+def default_dirs(node: Node) -> Path:
+    """Where the node's defaults (given to the guard, not patched into it) point."""
+    return node.default_root
 
 
 @pytest.fixture

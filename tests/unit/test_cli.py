@@ -10,6 +10,7 @@ import pytest
 
 from cni_delguard import cli
 from cni_delguard.cni import errors
+from tests.support.records import fake_calls
 
 
 def test_version_reads_no_stdin(node):
@@ -237,7 +238,7 @@ def test_gc_prunes_markers_not_listed_and_forwards(node):
     assert node.run("GC", conf) == (0, None)
     assert node.state_files() == ["keep:eth0.json", "keep:eth0.lock"]
     assert node.calls()[-1] == "GC"
-    last = json.loads(node.record.read_text().splitlines()[-1])
+    last = fake_calls(node.record)[-1]
     assert last["stdin"]["cni.dev/valid-attachments"] == conf["cni.dev/valid-attachments"]
 
 
@@ -258,7 +259,7 @@ def test_runtime_config_reaches_the_delegate_only_for_its_capabilities(node):
     conf = node.conf(delegate={"capabilities": {"portMappings": True}})
     conf["runtimeConfig"] = {"portMappings": [{"hostPort": 80}], "bandwidth": {"rate": 1}}
     node.run("ADD", conf)
-    sent = json.loads(node.record.read_text().splitlines()[0])["stdin"]
+    sent = fake_calls(node.record)[0]["stdin"]
     assert sent["runtimeConfig"] == {"portMappings": [{"hostPort": 80}]}
     assert sent["name"] == "net1" and sent["cniVersion"] == "1.0.0"
     assert sent["recordFile"] == str(node.record)  # the delegate's own keys, untouched

@@ -9,18 +9,23 @@ import pytest
 
 from cni_delguard.cni import errors
 from cni_delguard.guard import config, defaults, models
+from tests.support.confs import guard_conf
 
 
 def _conf(tmp_path, **extra):
-    conf = {
-        "cniVersion": "1.0.0",
-        "name": "net1",
-        "type": "cni-delguard",
-        "delegate": {"type": "bridge", "bridge": "cni0", "unknown": {"kept": True}},
-        "stateDir": str(tmp_path / "state"),
-    }
-    conf.update(extra)
-    return conf
+    delegate = {"type": "bridge", "bridge": "cni0", "unknown": {"kept": True}}
+    return guard_conf(delegate, state_dir=tmp_path / "state") | extra
+
+
+def _defaults(root, **values):
+    """Defaults of the test's own (under root): what the guard's are in the product."""
+    return config.Defaults(
+        state_dir=str(root / "d-state"),
+        result_cache_dirs=(str(root / "d-results"),),
+        multus_cache_dirs=(str(root / "d-multus"),),
+        log_file=str(root / "d.log"),
+        **values,
+    )
 
 
 @pytest.mark.parametrize(
@@ -41,23 +46,34 @@ def test_unsupported_versions_are_code_1(version):
     assert exc.value.code == errors.INCOMPATIBLE_VERSION
 
 
+MALFORMED = {
+    "name": "../x",
+    "stateDir": "relative",
+    "resultCacheDirs": "nope",
+    "multusCacheDirs": ["/ok", 3],
+    "logFile": 5,
+    "logLevel": 3,
+    "prevResult": [],
+}
+
+
 def test_peek_falls_back_to_defaults_for_anything_malformed():
-    peek = config.Peek(
-        {
-            "name": "../x",
-            "stateDir": "relative",
-            "resultCacheDirs": "nope",
-            "multusCacheDirs": ["/ok", 3],
-            "logFile": 5,
-            "prevResult": [],
-        }
-    )
+    peek = config.Peek(MALFORMED)
     assert peek.network == ""
     assert peek.state_dir == defaults.STATE_DIR
     assert peek.result_cache_dirs == defaults.RESULT_CACHE_DIRS
     assert peek.multus_cache_dirs == defaults.MULTUS_CACHE_DIRS
     assert peek.log_file == defaults.LOG_FILE
+    assert peek.log_level == defaults.LOG_LEVEL
     assert peek.prev_result is False
+
+
+def test_peek_falls_back_to_the_defaults_it_is_given(tmp_path):
+    peek = config.Peek(MALFORMED, dflt=_defaults(tmp_path, log_level="debug"))
+    assert peek.state_dir == str(tmp_path / "d-state")
+    assert peek.result_cache_dirs == (str(tmp_path / "d-results"),)
+    assert peek.multus_cache_dirs == (str(tmp_path / "d-multus"),)
+    assert (peek.log_file, peek.log_level) == (str(tmp_path / "d.log"), "debug")
 
 
 def test_peek_reads_what_is_well_formed():
@@ -75,15 +91,46 @@ def test_peek_reads_what_is_well_formed():
     assert peek.prev_result is True
 
 
-def test_defaults_are_filled_in(tmp_path, monkeypatch):
-    monkeypatch.undo()  # the documented defaults (README.md), not the test's redirected ones
-    s = config.load(_conf(tmp_path))
+def test_defaults_are_filled_in(tmp_path):
+    s = config.load(_conf(tmp_path))  # no defaults given: the documented ones (README.md)
     assert s.network == "net1" and s.delegate_type == "bridge"
     assert s.timeouts == {"add": 180.0, "del": 60.0, "check": 60.0, "gc": 120.0, "status": 10.0}
     assert s.result_cache_dirs == ("/var/lib/cni/results",)
     assert s.multus_cache_dirs == ("/var/lib/cni/multus",)
     assert s.log_file == "/var/log/cni-delguard/delguard.log"
     assert (s.lock_timeout, s.log_level) == (10.0, "info")
+
+
+def test_the_defaults_given_are_the_ones_filled_in(tmp_path):
+    """Two sets of defaults in one process, one config, one state dir: each load gets its own
+    (none is fixed in the model at import, and the stored verdict is keyed by them too)."""
+    conf = _conf(tmp_path, timeouts={"del": 5})
+    first = config.load(conf, dflt=_defaults(tmp_path / "a", timeouts={"add": 7}, lock_timeout=2))
+    second = config.load(conf, dflt=_defaults(tmp_path / "b", log_level="error"))
+    assert first.log_file == str(tmp_path / "a" / "d.log")
+    assert first.result_cache_dirs == (str(tmp_path / "a" / "d-results"),)
+    assert first.timeouts == dict(defaults.TIMEOUTS, add=7.0, **{"del": 5.0})
+    assert (first.lock_timeout, first.log_level) == (2.0, "info")
+    assert second.log_file == str(tmp_path / "b" / "d.log")
+    assert second.multus_cache_dirs == (str(tmp_path / "b" / "d-multus"),)
+    assert second.timeouts == dict(defaults.TIMEOUTS, **{"del": 5.0})
+    assert (second.lock_timeout, second.log_level) == (defaults.LOCK_TIMEOUT, "error")
+    assert len(os.listdir(tmp_path / "state" / "verdicts")) == 2
+    # ...and the same defaults again read the stored verdict: equal values, equal key.
+    again = _defaults(tmp_path / "a", timeouts={"add": 7}, lock_timeout=2)
+    same = _defaults(tmp_path / "a", timeouts={"add": 7}, lock_timeout=2)
+    assert config.digest(conf, dflt=again) == config.digest(conf, dflt=same)
+    assert config.load(conf, dflt=again).log_file == first.log_file
+    assert len(os.listdir(tmp_path / "state" / "verdicts")) == 2
+
+
+def test_a_config_without_state_dir_keeps_its_verdict_in_the_default_one(tmp_path):
+    conf = {k: v for k, v in _conf(tmp_path).items() if k != "stateDir"}
+    s = config.load(conf, dflt=_defaults(tmp_path))
+    assert s.state_dir == str(tmp_path / "d-state")
+    assert os.listdir(tmp_path / "d-state" / "verdicts") == [
+        config.digest(conf, dflt=_defaults(tmp_path)) + ".json"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -115,7 +162,7 @@ def test_a_verdict_is_stored_and_trusted_by_later_execs(tmp_path, monkeypatch):
     verdicts = os.listdir(tmp_path / "state" / "verdicts")
     assert verdicts == [config.digest(conf) + ".json"]
 
-    def no_pydantic(_conf):
+    def no_pydantic(_conf, _dflt):
         raise AssertionError("validated again despite a stored verdict")
 
     monkeypatch.setattr(models, "validate", no_pydantic)
@@ -147,6 +194,9 @@ def test_validate_plugin_conf_takes_the_lists_name_and_version(tmp_path):
     plugin = {"type": "cni-delguard", "delegate": {"type": "multus"}}
     s = config.validate_plugin_conf(plugin, "multus-cni-network", "0.3.1")
     assert (s.network, s.cni_version, s.delegate_type) == ("multus-cni-network", "0.3.1", "multus")
+    assert s.state_dir == defaults.STATE_DIR
+    given = config.validate_plugin_conf(plugin, "n", "1.0.0", dflt=_defaults(tmp_path))
+    assert given.state_dir == str(tmp_path / "d-state")
     with pytest.raises(errors.CniError):
         config.validate_plugin_conf(plugin, "multus-cni-network", "0.2.0")
 

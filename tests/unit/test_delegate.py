@@ -75,15 +75,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     out = delegate.run(str(path), "ADD", b"{}", {}, 1.0)
     assert out.timed_out
     assert time.monotonic() - start < 10
-    child = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
+    if not _gone_within(int(pidfile.read_text()), 5):
         pytest.fail("the delegate's child outlived the timeout")
     err = delegate.error_from(out, "p", "ADD")
     assert err.code == errors.TRY_AGAIN_LATER
@@ -155,15 +147,20 @@ def test_the_delegate_and_its_children_die_with_the_guard(tmp_path, depth):
         time.sleep(0.02)
     guard.send_signal(signal.SIGKILL)
     guard.wait()
-    pid = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
+    if not _gone_within(int(pidfile.read_text()), 5):
+        pytest.fail(f"the {depth} outlived the SIGKILLed guard")
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    """Whether `pid` no longer exists within `seconds` (init reaps an orphan quickly)."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            return
+            return True
         time.sleep(0.02)
-    pytest.fail(f"the {depth} outlived the SIGKILLed guard")
+    return False
 
 
 def _live_children() -> list[int]:

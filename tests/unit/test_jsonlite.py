@@ -1,4 +1,6 @@
-"""jsonlite must parse and print exactly what the json module does (it drives the same C code)."""
+"""jsonlite must parse and print exactly what the json module does (it drives the same C code).
+
+Here json is loaded; test_jsonlite_isolated.py runs the product's path where it never is."""
 
 from __future__ import annotations
 

@@ -1,0 +1,58 @@
+"""What a bare `python3 -m pytest` runs: the fast, rootless tests; the integration suites opt in.
+
+The integration suites start containerd, mount tmpfs, make network namespaces, run cnitool, storm
+the guard or build images: minutes, root, and changes to the host's namespaces. Their tests get the
+`integration` marker here (by directory, or by a marker that needs root) and are skipped unless
+DELGUARD_INTEGRATION=1 (tools/test.sh sets it, so .ci/run runs everything) or the `-m` expression
+asks for them by name (e.g. `-m integration`, `-m "integration and not slow"`, `-m netns`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+INTEGRATION_DIRS = tuple(HERE / d for d in ("cni_conformance", "reliability", "e2e_containerd"))
+# Markers that by themselves mean root and the host's namespaces, wherever the test lives.
+ROOT_MARKERS = ("netns", "containerd", "image")
+OPT_IN = (
+    "integration suite: set DELGUARD_INTEGRATION=1 (tools/test.sh does) or select it with "
+    "-m integration"
+)
+
+
+def is_integration(item: pytest.Item) -> bool:
+    path = Path(str(item.path))
+    in_suite = any(d in path.parents for d in INTEGRATION_DIRS)
+    return in_suite or any(item.get_closest_marker(m) for m in ROOT_MARKERS)
+
+
+def asked_for(markexpr: str) -> bool:
+    """Whether a -m expression names an integration marker other than after `not`."""
+    words = re.findall(r"[\w-]+", markexpr)
+    names = ("integration", *ROOT_MARKERS, "slow")
+    return any(w in names and (i == 0 or words[i - 1] != "not") for i, w in enumerate(words))
+
+
+def opted_in(config: pytest.Config) -> bool:
+    return os.environ.get("DELGUARD_INTEGRATION") == "1" or asked_for(config.option.markexpr)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: `-m integration` must see the marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip = None if opted_in(config) else pytest.mark.skip(reason=OPT_IN)
+    for item in items:
+        if is_integration(item):
+            item.add_marker(pytest.mark.integration)
+            if skip is not None:
+                item.add_marker(skip)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if opted_in(config):
+        return "integration suites: included"
+    return "integration suites: skipped (DELGUARD_INTEGRATION=1 or -m integration to run them)"
