@@ -17,13 +17,14 @@ from .conftest import MULTUS_CONF
 FAST = watch.Limits(interval=0.02, settle=0.02, max_repatches=3, window=60.0, max_backoff=0.5)
 
 
-def options(node):
+def options(node, bundle_dir=None):
     return actions.Options(
         bin_dir=str(node.bin),
         conf_dir=str(node.net),
         conf_file=None,
         wrap="multus",
         state_dir=str(node.state),
+        bundle_dir=bundle_dir,
     )
 
 
@@ -44,11 +45,15 @@ def wait_for(predicate, timeout=5.0):
 
 
 class Watcher:
-    def __init__(self, node, limits=FAST):
+    """watch.run in a thread; the bundle is repaired from `bundle` (a fake one-folder bundle)."""
+
+    def __init__(self, node, bundle, limits=FAST):
         self.log: list[str] = []
         self.stop = threading.Event()
+        opts = options(node, str(bundle))
+        actions.install_bundle(opts, self.log.append)  # what `install --watch` does at start
         self.thread = threading.Thread(
-            target=watch.run, args=(options(node), limits, self.stop, self.log.append)
+            target=watch.run, args=(opts, limits, self.stop, self.log.append)
         )
 
     def __enter__(self):
@@ -64,9 +69,9 @@ class Watcher:
         return sum("wrapped 'multus'" in line for line in self.log)
 
 
-def test_watch_patches_at_start_and_again_after_a_rewrite(node):
+def test_watch_patches_at_start_and_again_after_a_rewrite(node, bundles):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
-    with Watcher(node) as w:
+    with Watcher(node, bundles["v1"]) as w:
         assert wait_for(lambda: wrapped(path))
         path.write_text(MULTUS_CONF.replace("kube-ovn", "calico"))  # multus regenerates it
         assert wait_for(lambda: wrapped(path))
@@ -74,15 +79,15 @@ def test_watch_patches_at_start_and_again_after_a_rewrite(node):
     assert w.patches() == 2
 
 
-def test_watch_waits_for_the_conf_to_appear(node):
-    with Watcher(node) as w:
+def test_watch_waits_for_the_conf_to_appear(node, bundles):
+    with Watcher(node, bundles["v1"]) as w:
         time.sleep(0.1)
         path = node.write_conf("00-multus.conf", MULTUS_CONF)
         assert wait_for(lambda: wrapped(path))
     assert any("no .conf" in line for line in w.log)
 
 
-def test_watch_backs_off_from_a_writer_that_always_undoes_it(node):
+def test_watch_backs_off_from_a_writer_that_always_undoes_it(node, bundles):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     stop_fight = threading.Event()
 
@@ -95,7 +100,7 @@ def test_watch_backs_off_from_a_writer_that_always_undoes_it(node):
             time.sleep(0.01)
 
     fighter = threading.Thread(target=other_writer)
-    with Watcher(node) as w:
+    with Watcher(node, bundles["v1"]) as w:
         fighter.start()
         time.sleep(1.5)
         stop_fight.set()
@@ -104,9 +109,9 @@ def test_watch_backs_off_from_a_writer_that_always_undoes_it(node):
     assert any("backing off" in line for line in w.log)
 
 
-def test_watch_unchanged_conf_is_not_rewritten(node):
+def test_watch_unchanged_conf_is_not_rewritten(node, bundles):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
-    with Watcher(node):
+    with Watcher(node, bundles["v1"]):
         assert wait_for(lambda: wrapped(path))
         st = os.stat(path)
         time.sleep(0.3)
@@ -118,16 +123,16 @@ def test_watch_command_stops_cleanly_on_sigterm(node, bundles):
     code = "import sys; from cni_delguard.node.cli import main; sys.exit(main(sys.argv[1:]))"
     args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--watch-interval", "0.05")
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "install", *args], stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", code, "install", *args], stdout=subprocess.PIPE, text=True
     )
     try:
         assert wait_for(lambda: wrapped(path), timeout=20)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=10)
+        out, _ = proc.communicate(timeout=10)
     finally:
         proc.kill()
     assert proc.returncode == 0
-    assert "watch: stopped" in err
+    assert "watch: stopped" in out  # the long-running mode logs to stdout
     assert (node.bin / "cni-delguard").exists()
 
 
