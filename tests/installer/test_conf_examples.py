@@ -41,9 +41,7 @@ def test_example_passes_the_guards_model(example, name, wrap):
 
 
 @pytest.mark.parametrize(("example", "name", "wrap"), EXAMPLES)
-def test_installer_makes_the_example_from_the_original_and_back(
-    node, bundles, example, name, wrap
-):
+def test_installer_makes_the_example_from_the_original_and_back(node, bundles, example, name, wrap):
     """multus thin and thick are detected (no --wrap); anything else needs --wrap."""
     original = (DATA / example / name).read_bytes()
     shutil.copy(DATA / example / name, node.net / name)

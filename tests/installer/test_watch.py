@@ -12,7 +12,7 @@ import time
 
 from cni_delguard.node import actions, watch
 
-from .conftest import MULTUS_CONF
+from .conftest import MULTUS_CONF, run
 
 FAST = watch.Limits(interval=0.02, settle=0.02, max_repatches=3, window=60.0, max_backoff=0.5)
 
@@ -154,3 +154,65 @@ def test_budget_caps_repatches_per_window_and_frees_up_as_it_slides():
     assert [budget.wait_needed() for _ in range(4)] == [2, 4, 8, 8]
     budget.relax()
     assert budget.wait_needed() == 1
+
+
+def test_periodic_tasks_run_from_the_loop_and_a_failing_one_stops_nothing(node, bundles):
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    calls: list[str] = []
+
+    def boom() -> None:
+        raise RuntimeError("metrics writer failed")
+
+    tasks = [watch.Periodic(0.01, lambda: calls.append("tick")), watch.Periodic(0.01, boom)]
+    log: list[str] = []
+    stop = threading.Event()
+    opts = options(node, str(bundles["v1"]))
+    t = threading.Thread(
+        target=watch.run, args=(opts, FAST, stop, log.append), kwargs={"tasks": tasks}
+    )
+    t.start()
+    try:
+        assert wait_for(lambda: wrapped(path) and len(calls) >= 3)
+    finally:
+        stop.set()
+        t.join(5)
+    assert any("metrics writer failed" in line for line in log)
+
+
+METRICS_SEAM = """
+import sys
+from cni_delguard.node import cli
+from cni_delguard.tooling import Parser
+
+def write(path):  # what the lead connects: ops.metrics' textfile writer
+    with open(path, "a") as f:
+        f.write("cni_delguard_up 1\\n")
+
+parser = Parser(prog="t")
+cli.register(parser.add_subparsers(dest="command"), metrics_writer=write)
+args = parser.parse_args(sys.argv[1:])
+sys.exit(args.run(args, sys.stdout, sys.stderr))
+"""
+
+
+def test_metrics_file_is_refreshed_through_the_seam_when_a_writer_is_connected(node, bundles):
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    metrics = node.root / "metrics.prom"
+    args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--watch-interval", "0.05")
+    args += ["--metrics-file", str(metrics), "--metrics-interval", "0.05"]
+    proc = subprocess.Popen([sys.executable, "-c", METRICS_SEAM, "install", *args])
+    try:
+        assert wait_for(lambda: wrapped(path) and metrics.exists(), timeout=20)
+        assert wait_for(lambda: metrics.read_text().count("cni_delguard_up") >= 2, timeout=20)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        proc.kill()
+
+
+def test_metrics_file_without_a_connected_writer_is_a_usage_error(node, bundles):
+    node.write_conf("00-multus.conf", MULTUS_CONF)
+    args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--metrics-file", "/m")
+    r = run(["install", *args])
+    assert r.code == 2
+    assert "no metrics writer connected" in r.err
