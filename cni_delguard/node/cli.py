@@ -132,11 +132,11 @@ def _add_install(p: argparse.ArgumentParser) -> None:
     w.add_argument(
         "--max-repatches",
         type=int,
-        default=5,
+        default=watch.Limits.max_repatches,
         metavar="N",
-        help="re-wraps and repairs allowed per --repatch-window before backing off",
+        help="re-wraps and repairs allowed per --repatch-window before backing off (%(default)s)",
     )
-    w.add_argument("--repatch-window", type=float, default=600.0, metavar="SECONDS")
+    w.add_argument("--repatch-window", type=float, default=watch.Limits.window, metavar="SECONDS")
     w.add_argument(
         "--uninstall-on-stop",
         action="store_true",

@@ -1,9 +1,10 @@
 """`install --watch`: keep the node guarded for as long as the installer runs.
 
 Polling, not inotify: every `interval` (1 s) the watcher stats the conf the runtime uses (name,
-inode, mtime, ctime, size) and the guard's bundle (link, version dir, a stat per manifest entry).
-That costs well under a millisecond of CPU per poll, needs no inotify watch (a per-user limit on
-nodes full of watchers) and sees a conf dir that is itself replaced. A conf that changed is
+inode, mtime, ctime, size) and the guard's bundle (its link and the directories of the version it
+points to; the full check of every file's kind and size when those changed, and once a minute).
+That needs no inotify watch (a per-user limit on nodes full of watchers), sees a conf dir that is
+itself replaced, and costs about 0.1 % of a core (README "Deploy"). A conf that changed is
 re-wrapped once it has stayed unchanged for `settle` (0.5 s; multus writes its conf in one rename,
 other installers in several steps), so a multus rewrite is wrapped again within about
 interval + settle (1.5 s) plus the check of the plugin (one exec of VERSION).
@@ -16,8 +17,9 @@ Each poll, in this order:
 3. a changed conf is re-wrapped (actions.install, which checks the plugin again under the lock).
 
 A writer that puts its own version back every time would make that a loop (a rewrite storm), so
-re-wraps and repairs are capped per window: past the cap the watcher logs it, backs off (doubling
-up to a limit) and lets the other writer win until the window frees up.
+re-wraps and repairs are capped per window (10 a minute): past the cap the watcher logs it and
+backs off, doubling up to 60 s, then tries again: the storm is damped to one write a minute, and
+the node is never given up for good (the readiness probe shows it unguarded meanwhile).
 """
 
 from __future__ import annotations
@@ -41,9 +43,11 @@ Signature = tuple[object, ...]
 class Limits:
     interval: float = 1.0  # seconds between polls
     settle: float = 0.5  # a change must stay unchanged this long before it is patched
-    max_repatches: int = 5  # re-patches allowed per window ...
-    window: float = 600.0  # ... of this many seconds
-    max_backoff: float = 1800.0
+    # A crash-looping multus rewrites its conf at the kubelet's back-off (10 s, 20 s, ... 5 min):
+    # a few times a minute at most. Only a writer undoing the wrap in a loop goes past this.
+    max_repatches: int = 10  # re-patches allowed per window ...
+    window: float = 60.0  # ... of this many seconds
+    max_backoff: float = 60.0  # never give up for longer: the node must not stay unguarded
 
 
 @dataclass
@@ -90,6 +94,23 @@ class Budget:
         self.backoff = self.limits.interval
 
 
+class BundleProbe:
+    """bundle.check, but only when bundle.signature changed or every `full_every` seconds."""
+
+    def __init__(self, bin_dir: str, clock: Callable[[], float], full_every: float = 60.0) -> None:
+        self.bin_dir, self.clock, self.full_every = bin_dir, clock, full_every
+        self.seen: tuple[object, ...] | None = None
+        self.checked = 0.0
+
+    def problem(self) -> str | None:
+        sig, now = bundle.signature(self.bin_dir), self.clock()
+        if sig == self.seen and now - self.checked < self.full_every:
+            return None
+        problem = bundle.check(self.bin_dir)
+        self.seen, self.checked = (None, 0.0) if problem else (sig, now)
+        return problem
+
+
 class Once:
     """Say a repeating condition once, until it changes (a poll a second must not flood logs)."""
 
@@ -111,7 +132,7 @@ def run(
     tasks: Sequence[Periodic] = (),
 ) -> None:
     """Watch until `stop` is set. `opts.bundle_dir` is what a broken bundle is repaired from."""
-    budget, once = Budget(limits, clock), Once(say)
+    budget, once, probe = Budget(limits, clock), Once(say), BundleProbe(opts.bin_dir, clock)
     conf_opts = dataclasses.replace(opts, bundle_dir=None)
     seen: Signature | None = None
     while not stop.is_set():
@@ -119,7 +140,7 @@ def run(
         if stamp := record.uninstalled(opts.state_dir):
             once(f"watch: uninstalled at {stamp}; not wrapping until a new install")
             seen = None
-        elif problem := bundle.check(opts.bin_dir):
+        elif problem := probe.problem():
             if _may(budget, limits, stop, say):
                 if _guarded(lambda: actions.repair(opts, problem, say), say):
                     budget.spend()
