@@ -1,6 +1,6 @@
 """The installer's one error base, and the exit code of each kind of refusal.
 
-Every refusal is one line on stderr saying what to do, and its own exit code, so a script or an
+Every refusal is one line on stderr saying what to do, and its own exit code, so a script or a
 container's status tells the kinds apart without parsing the message:
 
 | code | class | meaning |
