@@ -260,8 +260,8 @@ def _wait_for_conf(opts: actions.Options, seconds: float, say: actions.Say) -> N
         time.sleep(0.2)
 
 
-def _stop_event() -> threading.Event:
-    stop = threading.Event()
+def _stop_event() -> watch.SignalStop:
+    stop = watch.SignalStop()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())

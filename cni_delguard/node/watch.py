@@ -27,16 +27,52 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
-import threading
+import select
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from cni_delguard.node import actions, bundle, confdir, record
 from cni_delguard.node.errors import InstallerError
 
 Signature = tuple[object, ...]
+
+
+class Stop(Protocol):
+    """What the loop waits on: a threading.Event (tests), or a SignalStop (the command)."""
+
+    def is_set(self) -> bool: ...
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+class SignalStop:
+    """A stop flag that a signal handler may set. threading.Event is not safe there: its set()
+    takes the Event's lock, which the main thread itself holds for a moment inside Event.wait,
+    and a handler runs on the main thread between any two bytecodes: a SIGTERM landing in that
+    moment would deadlock the watcher (the pod would then ignore SIGTERM until the kubelet's
+    SIGKILL, and --uninstall-on-stop would never run). set() here is a flag and one byte into a
+    pipe, no lock; wait() is a select on the pipe."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+        try:
+            os.write(self._write, b"x")
+        except BlockingIOError:  # the pipe is full of earlier wake-ups: it is readable already
+            pass
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self._set:
+            select.select([self._read], [], [], timeout)
+        return self._set
 
 
 @dataclass(frozen=True)
@@ -126,7 +162,7 @@ class Once:
 def run(
     opts: actions.Options,
     limits: Limits,
-    stop: threading.Event,
+    stop: Stop,
     say: actions.Say,
     clock: Callable[[], float] = time.monotonic,
     tasks: Sequence[Periodic] = (),
@@ -142,7 +178,7 @@ def run(
             seen = None
         elif problem := probe.problem():
             if _may(budget, limits, stop, say):
-                if _guarded(lambda: actions.repair(opts, problem, say), say):
+                if _guarded(lambda: actions.repair(opts, say), say):
                     budget.spend()
                 elif opts.bundle_dir is None:
                     once(f"watch: {problem}; not wrapping until the bundle is installed")
@@ -163,7 +199,7 @@ def run(
         stop.wait(limits.interval)
 
 
-def _may(budget: Budget, limits: Limits, stop: threading.Event, say: actions.Say) -> bool:
+def _may(budget: Budget, limits: Limits, stop: Stop, say: actions.Say) -> bool:
     wait = budget.wait_needed()
     if wait:
         say(
@@ -184,7 +220,7 @@ def _run_due(tasks: Sequence[Periodic], now: float, say: actions.Say) -> None:
                 say(f"watch: {exc!r} in a periodic task")
 
 
-def _settled(opts: actions.Options, sig: Signature, limits: Limits, stop: threading.Event) -> bool:
+def _settled(opts: actions.Options, sig: Signature, limits: Limits, stop: Stop) -> bool:
     stop.wait(limits.settle)
     return signature(opts) == sig and not stop.is_set()
 

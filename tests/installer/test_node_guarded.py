@@ -130,6 +130,16 @@ def multus_writes(path: Path, text: str) -> None:
     os.rename(tmp, path)
 
 
+def remove_bundle(node, tmp: Path) -> None:
+    """Someone removes the guard from the bin dir: each entry renamed away in one step (the
+    watcher may start its repair in between; a slow rmtree in place would race with it)."""
+    trash = tmp / f"trash-{time.monotonic_ns()}"
+    trash.mkdir()
+    for entry in os.listdir(node.bin):
+        os.rename(node.bin / entry, trash / entry)
+    shutil.rmtree(trash)
+
+
 def never_names_a_missing_plugin(node) -> bool:
     for name in os.listdir(node.net):
         conf = conf_of(node.net / name)
@@ -181,13 +191,11 @@ def test_uninstall_while_the_watcher_runs_wins_and_nothing_wraps_again(node, wat
     assert ready.returncode == 13, ready.stdout
 
 
-def test_bundle_removed_under_the_watcher_is_restored(node, watcher):
+def test_bundle_removed_under_the_watcher_is_restored(node, watcher, tmp_path):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     w = watcher()
     assert wait_for(lambda: guarded(node, path)), w.text()
-    for entry in os.listdir(node.bin):
-        full = node.bin / entry
-        shutil.rmtree(full) if full.is_dir() and not full.is_symlink() else full.unlink()
+    remove_bundle(node, tmp_path)
     assert wait_for(lambda: guarded(node, path)), w.text()
     assert "the guard's plugin is broken" in w.text()
 
@@ -199,7 +207,7 @@ def test_a_half_deleted_bundle_is_repaired_not_trusted(node, watcher):
     version = node.bin / os.readlink(node.bin / "cni-delguard").split("/")[0]
     victims = sorted(p for p in version.rglob("*") if p.is_file())[::4]  # a quarter of the files
     for p in victims:
-        p.unlink()
+        p.unlink(missing_ok=True)  # the watcher may be replacing the whole dir meanwhile
     assert wait_for(lambda: bundle.check(str(node.bin), deep=True) is None), w.text()
     assert guarded(node, path)
 
@@ -209,9 +217,7 @@ def test_without_a_bundle_to_restore_the_watcher_unwraps_the_conf(node, watcher,
     r = installer(node, "install", *bundle_args(tmp_path))
     assert r.returncode == 0, r.stderr
     w = watcher("--no-bundle")
-    for entry in os.listdir(node.bin):
-        full = node.bin / entry
-        shutil.rmtree(full) if full.is_dir() and not full.is_symlink() else full.unlink()
+    remove_bundle(node, tmp_path)
     assert wait_for(lambda: conf_of(path) == json.loads(MULTUS_CONF)), w.text()
     assert path.read_text() == MULTUS_CONF  # the recorded original, byte for byte
     assert never_names_a_missing_plugin(node)

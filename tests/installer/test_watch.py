@@ -118,22 +118,36 @@ def test_watch_unchanged_conf_is_not_rewritten(node, bundles):
     assert (os.stat(path).st_ino, os.stat(path).st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
 
 
-def test_watch_command_stops_cleanly_on_sigterm(node, bundles):
+def test_watch_command_stops_cleanly_on_sigterm(node, bundles, tmp_path):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     code = "import sys; from cni_delguard.node.cli import main; sys.exit(main(sys.argv[1:]))"
     args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--watch-interval", "0.05")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, "install", *args], stdout=subprocess.PIPE, text=True
-    )
+    log = tmp_path / "watch.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, "install", *args], stdout=out, stderr=subprocess.STDOUT
+        )
     try:
-        assert wait_for(lambda: wrapped(path), timeout=20)
+        assert wait_for(lambda: wrapped(path), timeout=60), log.read_text()
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=10)
+        assert proc.wait(timeout=30) == 0, log.read_text()
     finally:
         proc.kill()
-    assert proc.returncode == 0
-    assert "watch: stopped" in out  # the long-running mode logs to stdout
+        proc.wait()
+    assert "watch: stopped" in log.read_text()  # the long-running mode logs to stdout
     assert (node.bin / "cni-delguard").exists()
+
+
+def test_signal_stop_wakes_a_waiter_that_waits_without_a_timeout():
+    stop = watch.SignalStop()
+    assert stop.wait(0.01) is False
+    woke: list[bool] = []
+    waiter = threading.Thread(target=lambda: woke.append(stop.wait(None)))
+    waiter.start()
+    stop.set()
+    waiter.join(30)  # a wake-up that did not come would leave it blocked for good
+    assert not waiter.is_alive() and woke == [True]
+    assert stop.wait(None) is True  # stays set
 
 
 def test_budget_caps_repatches_per_window_and_frees_up_as_it_slides():
