@@ -1,5 +1,7 @@
 # The cni-delguard installer image: the frozen one-folder bundle and nothing else.
-# Its entrypoint is `cni-delguard install` (see installer/daemonset.yaml for the arguments).
+# Its entrypoint is the binary; by default it runs the long-running installer on a node mounted
+# at /host (`install --watch --root /host`); installer/daemonset.yaml passes the same arguments.
+# `uninstall --root /host` and `ready --root /host` are the other commands a node needs.
 #
 # Build with tools/build-image.sh (buildah, no registry needed), or any builder:
 #   buildah bud --build-arg BASE=<a Debian bookworm image> -t cni-delguard:0.1.0 .
@@ -31,4 +33,5 @@ RUN installer/stage-rootfs.sh /src/dist/cni-delguard /rootfs
 
 FROM ${RUNTIME}
 COPY --from=build /rootfs/ /
-ENTRYPOINT ["/usr/lib/cni-delguard/cni-delguard", "install"]
+ENTRYPOINT ["/usr/lib/cni-delguard/cni-delguard"]
+CMD ["install", "--watch", "--root", "/host"]

@@ -134,7 +134,7 @@ def _version_of(data: bytes) -> str | None:
 def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     """Every subcommand registers itself from its own module (the tools' floors)."""
     from cni_delguard.node import cli as node_cli
-    from cni_delguard.ops import doctor, listing, release, stats
+    from cni_delguard.ops import doctor, listing, metrics, release, stats
     from cni_delguard.tooling import Parser
 
     parser = Parser(prog="cni-delguard", description=DESCRIPTION, out=out, err=err)
@@ -144,7 +144,7 @@ def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     listing.register(sub)
     doctor.register(sub)
     release.register(sub)
-    node_cli.register(sub)
+    node_cli.register(sub, metrics_writer=metrics.write)
     version = sub.add_parser("version", help="print the version and exit")
     version.set_defaults(run=lambda _args, o, _e: _print_version(o))
     return parser

@@ -239,11 +239,20 @@ def _check_volatile(conf: dict[str, Any]) -> None:
 
 
 def validate_plugin_conf(
-    conf: dict[str, Any], network: str, cni_version: str, *, dflt: Defaults | None = None
+    conf: dict[str, Any],
+    network: str,
+    cni_version: str,
+    *,
+    dflt: Defaults | None = None,
+    cni_path: str | None = None,
 ) -> Settings:
-    """Validate a guard plugin config as it stands in a conflist (for the installer and tests)."""
+    """Validate a guard plugin config as it stands in a conflist (for the installer and tests);
+    with `cni_path`, the path rule as the guard will apply it there."""
     full = dict(conf, name=network, cniVersion=cni_version)
     check_version(full)
     from cni_delguard.guard import models
 
-    return Settings(models.validate(full, dflt or Defaults()))
+    settings = Settings(models.validate(full, dflt or Defaults()))
+    if cni_path is not None:
+        check_paths(settings.state_dir, settings.log_file, cni_path)
+    return settings

@@ -1,18 +1,22 @@
-"""`cni-delguard install` / `uninstall`: put the guard on a node and take it off again.
+"""`cni-delguard install` / `uninstall` / `ready`: put the guard on a node, keep it, take it off.
 
-Not on the plugin's exec path: cni_delguard.cli imports `installer.cli` only for these two
-subcommands. One module per job:
+Not on the plugin's exec path: cni_delguard.cli imports `node.cli` only for these subcommands.
+One module per job:
 
 | module | job |
 | --- | --- |
 | `cli.py` | options, the one place errors become a line on stderr and an exit code |
-| `actions.py` | install / uninstall: the order of steps, dry-run diff |
-| `bundle.py` | the one-folder bundle into the bin dir: versioned dir, atomic symlink switch |
-| `confdir.py` | which conf file the runtime uses; strict JSON reading |
+| `errors.py` | the one error base, and the exit code of each kind of refusal |
+| `actions.py` | install / uninstall / repair: order of steps, compare-before-swap, dry-run diff |
+| `bundle.py` | the one-folder bundle into the bin dir: manifest, verified copy, atomic switch |
+| `confdir.py` | which conf file the runtime uses; multus detection; strict JSON reading |
 | `patch.py` | pure wrap / unwrap of a conf around the guard |
-| `record.py` | the original conf bytes, kept for a byte-identical uninstall |
-| `fsops.py` | atomic writes, O_NOFOLLOW reads, fsync of files and directories |
-| `watch.py` | `--watch`: re-apply the patch when the conf is rewritten, with back-off |
+| `record.py` | the original conf bytes for a byte-identical uninstall; the uninstall record |
+| `hostlock.py` | the flock every installer on the node (any container) takes before a change |
+| `ready.py` | the readiness probe: is this node guarded right now |
+| `follow.py` | the guard's decision log into the watcher's output (DELs let through) |
+| `fsops.py` | file copy, symlink switch, fsync of directories, private dirs |
+| `watch.py` | `--watch`: keep the conf wrapped and the bundle whole, with storm damping |
 """
 
 from __future__ import annotations

@@ -1,11 +1,18 @@
 """install and uninstall: the order of the steps, and the dry-run diff.
 
-install:   read and patch the conf in memory, validate it with the guard's own model (refusals
-           happen here, before anything changes), copy the bundle in, record the original, write
-           the conf. The binary lands before the conf that names it.
-uninstall: restore every conf the guard is in (the recorded original, byte for byte, when the file
-           is still what the installer wrote; otherwise the delegate put back in place), and only
-           then remove the binary, unless some conf still names the guard.
+Every change happens under the node's installer lock (hostlock.py), so installers in different
+containers never interleave.
+
+install:   (clear the uninstall record), put the bundle in the bin dir and verify it complete,
+           then read and patch the conf in memory, validate it with the guard's own model
+           (refusals happen here, before anything changes), check that the plugin the conf will
+           name is complete and runs, record the original and swap the conf in, unless it
+           changed since it was read: then it is read and patched again (compare before swap).
+           The binary lands before the conf that names it.
+uninstall: write the uninstall record (every installer, a running watcher included, stops
+           wrapping), restore every conf the guard is in (the recorded original, byte for byte,
+           when the file is still what the installer wrote; otherwise the delegate put back in
+           place), and only then remove the binary, unless some conf still names the guard.
 """
 
 from __future__ import annotations
@@ -17,15 +24,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from cni_delguard.node import bundle, confdir, patch, record
-from cni_delguard.node.errors import InstallerError
+from cni_delguard.node import bundle, confdir, hostlock, patch, record
+from cni_delguard.node.errors import BundleRefusedError, ConfRefusedError
 from cni_delguard.state import fsutil
 
 Say = Callable[[str], None]
+_SWAP_ATTEMPTS = 5  # a conf rewritten this many times in a row while we patch it: give up, retry
 
 
-class InstallError(InstallerError):
-    """Anything that stops install or uninstall; its message is the one line on stderr."""
+class InstallError(ConfRefusedError):
+    """A conf install or uninstall will not change; its message is the one line on stderr."""
 
 
 @dataclass(frozen=True)
@@ -33,11 +41,12 @@ class Options:
     bin_dir: str
     conf_dir: str
     conf_file: str | None
-    wrap: str
+    wrap: str | None  # None: detect multus (thin or thick) in the conf
     state_dir: str
     bundle_dir: str | None = None
     keys: dict[str, Any] = field(default_factory=dict)  # guard keys written into the conf
     dry_run: bool = False
+    lock_timeout: float = hostlock.DEFAULT_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -46,32 +55,44 @@ class Change:
     old: fsutil.FileInfo
     new: bytes
     conf: dict[str, Any]
+    wrap: str
+    how: str  # "found multus thick (multus-shim) in 00-multus.conflist", or "as --wrap says"
 
 
-def plan_patch(opts: Options) -> Change | None:
-    """The patched conf, validated; None when the conf already is as it should be."""
+def wrap_type(opts: Options, path: str, conf: dict[str, Any]) -> tuple[str, str]:
+    """The type to wrap and how it was chosen: `--wrap`, or multus detected in the conf."""
+    if opts.wrap is not None:
+        return opts.wrap, "as --wrap says"
+    found, what = confdir.detect(path, conf)
+    return found, f"found {what}"
+
+
+def plan_patch(opts: Options) -> tuple[str, Change | None]:
+    """The conf's path and its patched version, validated; None when it already is wrapped."""
     path = os.path.abspath(confdir.pick(opts.conf_dir, opts.conf_file))
-    if opts.wrap not in confdir.MULTUS_TYPES and confdir.multus_master(opts.conf_dir) == (
+    info = confdir.read(path)
+    conf = confdir.parse(path, info.data)
+    wrap, how = wrap_type(opts, path, conf)
+    if wrap not in confdir.MULTUS_TYPES and confdir.multus_master(opts.conf_dir) == (
         os.path.basename(path)
     ):
         raise InstallError(
             f"cannot patch {path}: multus reads it as its master network, so the guard would "
             f"end up inside multus; wrap multus itself (--wrap multus or multus-shim)"
         )
-    info = confdir.read(path)
-    conf = confdir.parse(path, info.data)
     try:
-        new = patch.wrap(conf, confdir.is_list(path), opts.wrap, opts.keys)
+        new = patch.wrap(conf, confdir.is_list(path), wrap, opts.keys)
     except patch.PatchError as exc:
         raise InstallError(f"cannot patch {path}: {exc}") from None
-    validate(path, new)
+    validate(path, new, opts.bin_dir)
     if new == conf:
-        return None
-    return Change(path, info, confdir.render(new), conf)
+        return path, None
+    return path, Change(path, info, confdir.render(new), conf, wrap, how)
 
 
-def validate(path: str, conf: dict[str, Any]) -> None:
-    """Every guard entry must pass the guard's own model, or the runtime would get code 7."""
+def validate(path: str, conf: dict[str, Any], bin_dir: str) -> None:
+    """Every guard entry must pass the guard's own model and its path rule (with the widening
+    an admin put in the bin dir), or the runtime would get code 7 for every ADD."""
     from cni_delguard.cni.errors import CniError
     from cni_delguard.guard.config import validate_plugin_conf
 
@@ -80,48 +101,108 @@ def validate(path: str, conf: dict[str, Any]) -> None:
         raise InstallError(f"cannot patch {path}: it has no string 'name' and 'cniVersion'")
     for entry in patch.guard_plugins(conf, confdir.is_list(path)):
         try:
-            validate_plugin_conf(entry, network, version)
+            validate_plugin_conf(entry, network, version, cni_path=bin_dir)
         except CniError as exc:
-            raise InstallError(f"patched {path} would be invalid: {exc.msg}") from None
+            why = f"{exc.msg}: {exc.details}" if exc.details else exc.msg
+            raise InstallError(f"patched {path} would be invalid: {why}") from None
 
 
-def install(opts: Options, out: TextIO, say: Say) -> bool:
-    """Install the bundle (if a bundle dir is given), patch the conf; True if anything changed."""
-    change = plan_patch(opts)
-    changed = False
-    if opts.bundle_dir is not None:
-        changed = install_bundle(opts, say)
-    if change is None:
-        path = confdir.pick(opts.conf_dir, opts.conf_file)
-        say(f"{path}: already wraps {opts.wrap!r}, unchanged")
-        return changed
+def install(opts: Options, out: TextIO, say: Say, *, watcher: bool = False) -> bool:
+    """Install the bundle (if a bundle dir is given), wrap the conf; True if anything changed.
+    A person's or a new pod's install lifts an uninstall; the watcher's re-wraps honour it."""
     if opts.dry_run:
-        out.write(diff(change.path, change.old.data, change.new))
-        return True
-    _record_for(opts.state_dir, change)
-    fsutil.write_file(change.path, change.new, change.old.mode, (change.old.uid, change.old.gid))
-    say(f"{change.path}: wrapped {opts.wrap!r} in {patch.GUARD}")
+        return _dry_run(opts, out, say)
+    with hostlock.held(opts.state_dir, opts.lock_timeout):
+        if watcher and (stamp := record.uninstalled(opts.state_dir)):
+            say(f"not wrapping: uninstalled at {stamp}, until a new install")
+            return False
+        if not watcher and record.clear_uninstalled(opts.state_dir):
+            say("a new install: lifted the uninstall record")
+        plan_patch(opts)  # a conf that cannot be patched is refused before anything changes
+        changed = install_bundle(opts, say) if opts.bundle_dir is not None else False
+        return wrap_conf(opts, say) or changed
+
+
+def _dry_run(opts: Options, out: TextIO, say: Say) -> bool:
+    if opts.bundle_dir is not None:
+        install_bundle(opts, say)
+    path, change = plan_patch(opts)
+    if change is None:
+        say(f"{path}: already wrapped, unchanged")
+        return False
+    out.write(diff(change.path, change.old.data, change.new))
     return True
+
+
+def wrap_conf(opts: Options, say: Say) -> bool:
+    """Patch the conf the runtime uses; the caller holds the lock."""
+    for _ in range(_SWAP_ATTEMPTS):
+        path, change = plan_patch(opts)
+        if change is None:
+            say(f"{path}: already wrapped, unchanged")
+            return False
+        if problem := bundle.usable(opts.bin_dir):
+            raise BundleRefusedError(
+                f"not wrapping {path}: {problem}; install the bundle first "
+                f"(`cni-delguard install` without --no-bundle)"
+            )
+        _record_for(opts.state_dir, change)
+        old = change.old
+        if swap(change.path, old.data, change.new, old.mode, (old.uid, old.gid)):
+            say(f"{change.path}: wrapped {change.wrap!r} in {patch.GUARD} ({change.how})")
+            return True
+        say(f"{change.path} changed while it was being patched; reading it again")
+    raise InstallError(f"{opts.conf_dir}: the conf kept changing while it was patched; try again")
+
+
+def swap(path: str, old: bytes, new: bytes, mode: int, owner: tuple[int, int]) -> bool:
+    """Replace `path` with `new` only if it still holds `old` (checked just before the rename);
+    False if another writer changed it since it was read: the caller reads it again."""
+
+    def changed() -> bool:
+        try:
+            return confdir.read(path).data != old
+        except (confdir.ConfError, confdir.NoConfError):
+            return True
+
+    return fsutil.write_file(path, new, mode, owner, unless=changed)
 
 
 def install_bundle(opts: Options, say: Say) -> bool:
     assert opts.bundle_dir is not None  # noqa: S101 - the caller checked
-    try:
-        p = bundle.plan(opts.bundle_dir, opts.bin_dir)
-        if p.up_to_date:
-            say(f"{opts.bin_dir}/{bundle.LINK_NAME}: up to date ({p.version_name})")
-            return False
-        if opts.dry_run:
-            say(
-                f"would install {opts.bundle_dir} as {opts.bin_dir}/{p.version_name} "
-                f"and point {bundle.LINK_NAME} at it"
-            )
-            return True
-        bundle.apply(p)
-    except bundle.BundleError as exc:
-        raise InstallError(str(exc)) from None
-    say(f"{opts.bin_dir}/{bundle.LINK_NAME} -> {p.target}")
+    p = bundle.plan(opts.bundle_dir, opts.bin_dir)
+    if p.up_to_date:
+        say(f"{opts.bin_dir}/{bundle.LINK_NAME}: up to date ({p.version_name})")
+        return False
+    if opts.dry_run:
+        say(
+            f"would install {opts.bundle_dir} as {opts.bin_dir}/{p.version_name} "
+            f"and point {bundle.LINK_NAME} at it"
+        )
+        return True
+    bundle.apply(p)
+    say(f"{opts.bin_dir}/{bundle.LINK_NAME} -> {p.target} (verified complete)")
     return True
+
+
+def repair(opts: Options, say: Say) -> bool:
+    """The watcher found the plugin broken: put the bundle back, or, with no bundle to install,
+    take the guard out of the conf: never leave a conf naming a plugin that is not there."""
+    with hostlock.held(opts.state_dir, opts.lock_timeout):
+        if record.uninstalled(opts.state_dir):
+            return False
+        problem = bundle.check(opts.bin_dir)  # again, under the lock
+        if not problem:
+            return False  # repaired by another installer meanwhile
+        say(f"the guard's plugin is broken: {problem}")
+        if opts.bundle_dir is not None:
+            install_bundle(dataclasses.replace(opts, dry_run=False), say)
+            return True
+        changed = False
+        for name in confdir.conf_files(opts.conf_dir):
+            path = os.path.abspath(os.path.join(opts.conf_dir, name))
+            changed |= _restore(opts, path, None, say)
+        return changed
 
 
 def _record_for(state_dir: str, change: Change) -> None:
@@ -141,6 +222,14 @@ def _record_for(state_dir: str, change: Change) -> None:
 
 
 def uninstall(opts: Options, out: TextIO, say: Say) -> bool:
+    if opts.dry_run:
+        return _uninstall(opts, out, say)
+    with hostlock.held(opts.state_dir, opts.lock_timeout):
+        record.mark_uninstalled(opts.state_dir)  # first: no watcher wraps again from here on
+        return _uninstall(opts, out, say)
+
+
+def _uninstall(opts: Options, out: TextIO, say: Say) -> bool:
     names = [opts.conf_file] if opts.conf_file else confdir.conf_files(opts.conf_dir)
     changed = False
     for name in names:
@@ -159,7 +248,17 @@ def uninstall(opts: Options, out: TextIO, say: Say) -> bool:
     return changed or bool(removed)
 
 
-def _restore(opts: Options, path: str, out: TextIO, say: Say) -> bool:
+def _restore(opts: Options, path: str, out: TextIO | None, say: Say) -> bool:
+    for _ in range(_SWAP_ATTEMPTS):
+        done = _restore_once(opts, path, out, say)
+        if done is not None:
+            return done
+        say(f"{path} changed while it was being restored; reading it again")
+    raise InstallError(f"{path} kept changing while it was restored; try again")
+
+
+def _restore_once(opts: Options, path: str, out: TextIO | None, say: Say) -> bool | None:
+    """True restored, False nothing to restore, None: the file changed under us."""
     info = confdir.read(path)
     found = record.load(opts.state_dir, path)
     if found is not None and fsutil.sha256_hex(info.data) == found[0].patched:
@@ -182,10 +281,11 @@ def _restore(opts: Options, path: str, out: TextIO, say: Say) -> bool:
             return False
         new, mode, owner = confdir.render(unwrapped), info.mode, (info.uid, info.gid)
         how = "put the delegate back (file changed since install: not byte-identical)"
-    if opts.dry_run:
+    if opts.dry_run and out is not None:
         out.write(diff(path, info.data, new))
         return True
-    fsutil.write_file(path, new, mode, owner)
+    if not swap(path, info.data, new, mode, owner):
+        return None
     record.drop(opts.state_dir, path)
     say(f"{path}: {how}")
     return True

@@ -1,37 +1,48 @@
-"""The one-folder bundle into the CNI bin dir, switched atomically.
+"""The one-folder bundle into the CNI bin dir: verified complete, then switched atomically.
 
 Layout in the bin dir:
 
     cni-delguard -> .cni-delguard-<digest>/cni-delguard    (relative symlink, what runtimes exec)
     .cni-delguard-<digest>/                                 (a complete copy of the bundle)
+    .cni-delguard-<digest>/.delguard-manifest.json  (each entry: kind, exec bit, size, sha256)
 
-A new version is copied into `.cni-delguard-<digest>.<pid>.tmp/`, every file and directory
-fsynced, and the directory renamed to its final name: it appears complete or not at all. Only then
-is the `cni-delguard` symlink replaced (a new symlink renamed over it). A frozen one-folder
+A new version is copied into `.cni-delguard-<digest>.<pid>-<random>.tmp/` (unique across PID
+namespaces: two installers in two containers are both PID 1), every file and directory fsynced,
+its manifest written, the copy verified against the source's manifest, and the directory renamed
+to its final name: it appears complete or not at all. Only then is the `cni-delguard` symlink
+replaced (a new symlink renamed over it). The caller holds the node's installer lock
+(hostlock.py), so no other installer copies or prunes at the same time. A frozen one-folder
 executable keeps loading files from its folder after exec (libpython, extension modules), so the
 version just replaced is kept until the next upgrade: a plugin started from it a moment before the
 switch can still finish. Older versions are removed.
+
+`check` is what the watcher and the readiness probe ask every poll: the link, the version dir and
+its manifest, by kind and size (a stat per file, about 1 ms for the frozen bundle); `deep` adds
+every file's sha256 (about 0.1 s), asked once before every (re-)wrap and every switch.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
-import time
 from dataclasses import dataclass
+from typing import Any
 
 from cni_delguard.node import fsops
-from cni_delguard.node.errors import InstallerError
+from cni_delguard.node.errors import BundleRefusedError
 from cni_delguard.state import fsutil
 
 LINK_NAME = "cni-delguard"
 PREFIX = ".cni-delguard-"
-_STALE_TMP_SECONDS = 600
+MANIFEST = ".delguard-manifest.json"
+_MAX_MANIFEST = 4 * 1024 * 1024
+Entries = dict[str, list[Any]]
 
 
-class BundleError(InstallerError):
-    """The bundle cannot be installed (missing, not executable, or unsafe)."""
+class BundleError(BundleRefusedError):
+    """The bundle cannot be installed or used (missing, incomplete, not executable, or unsafe)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +50,7 @@ class Plan:
     bin_dir: str
     bundle_dir: str
     digest: str
+    entries: Entries
     current: str | None  # what the link points to now (None: no link)
 
     @property
@@ -53,41 +65,141 @@ class Plan:
     def up_to_date(self) -> bool:
         if self.current != self.target:
             return False
-        installed = os.path.join(self.bin_dir, self.version_name)
-        return os.path.isdir(installed) and tree_digest(installed) == self.digest
+        return verify(os.path.join(self.bin_dir, self.version_name), deep=True) is None
 
 
-def tree_digest(root: str) -> str:
-    """sha256 over the relative paths, kinds, exec bits, contents and link targets of a tree."""
-    h = fsutil.sha256()
+def manifest(root: str, deep: bool = True) -> Entries:
+    """Every entry of a tree: `f` exec-bit size sha256 (None unless deep), `l` target, `d`."""
+    entries: Entries = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         rel_dir = os.path.relpath(dirpath, root)
+        if rel_dir != ".":
+            entries[os.path.normpath(rel_dir)] = ["d"]
         for name in sorted(filenames + [d for d in dirnames if os.path.islink(_j(dirpath, d))]):
-            path = _j(dirpath, name)
             rel = os.path.normpath(_j(rel_dir, name))
+            if rel == MANIFEST:
+                continue
+            path = _j(dirpath, name)
             st = os.lstat(path)
             if stat.S_ISLNK(st.st_mode):
-                h.update(f"l {rel} {os.readlink(path)}\n".encode())
+                entries[rel] = ["l", os.readlink(path)]
             elif stat.S_ISREG(st.st_mode):
-                h.update(f"f {rel} {int(bool(st.st_mode & 0o111))} ".encode())
-                h.update(_file_sha(path) + b"\n")
+                sha = _file_sha(path) if deep else None
+                entries[rel] = ["f", int(bool(st.st_mode & 0o111)), st.st_size, sha]
             else:
                 raise BundleError(f"bundle entry {rel} is neither a file, a dir nor a symlink")
-        h.update(f"d {os.path.normpath(rel_dir)}\n".encode())
-    return h.hexdigest()
+    return entries
+
+
+def digest_of(entries: Entries) -> str:
+    return fsutil.sha256_hex(json.dumps(entries, sort_keys=True).encode())
+
+
+def tree_digest(root: str) -> str:
+    """sha256 over the relative paths, kinds, exec bits, sizes, contents and link targets."""
+    return digest_of(manifest(root))
+
+
+def verify(version_dir: str, deep: bool) -> str | None:
+    """None if `version_dir` holds exactly what its manifest lists, else what is wrong."""
+    try:
+        raw = fsutil.read_regular(None, _j(version_dir, MANIFEST), _MAX_MANIFEST).data
+        stored = json.loads(raw)["entries"]
+        found = manifest(version_dir, deep)
+    except FileNotFoundError:
+        return f"{version_dir} or its manifest is missing"
+    except (OSError, ValueError, KeyError, TypeError, BundleError) as exc:
+        return f"{version_dir} is unreadable: {exc}"
+    if not isinstance(stored, dict):
+        return f"{version_dir}: its manifest is damaged"
+    if not deep:
+        stored = {k: [*v[:3], None] if v and v[0] == "f" else v for k, v in stored.items()}
+    missing = sorted(set(stored) - set(found))
+    if missing:
+        return f"{version_dir} is incomplete: {len(missing)} files missing (e.g. {missing[0]})"
+    wrong = sorted(k for k in found if stored.get(k) != found[k])
+    if wrong:
+        return f"{version_dir} differs from its manifest: {wrong[0]}"
+    return None
+
+
+def check(bin_dir: str, deep: bool = False) -> str | None:
+    """None if the bin dir's cni-delguard is our link into a complete version, else why not."""
+    link = _j(bin_dir, LINK_NAME)
+    target = current_target(bin_dir)
+    if target is None:
+        return f"{link} is missing"
+    version = _version_of(target)
+    if version:
+        return verify(_j(bin_dir, version), deep)
+    if os.path.isfile(link) and os.access(link, os.X_OK):
+        return None  # put there by a package or by hand: `runs` is its test
+    return f"{link} is neither our link into a {PREFIX}* version nor an executable"
+
+
+def signature(bin_dir: str) -> tuple[object, ...]:
+    """What changes when anything in the linked version is added, removed or renamed: the link's
+    target and the identity and times of each of its directories (56 stats for the frozen
+    bundle, against 624 for `check`). A watcher runs `check` only when this changed, and now
+    and then regardless (a file rewritten in place changes no directory)."""
+    target = current_target(bin_dir)
+    version = _version_of(target)
+    if not version:
+        return (target,)
+    found: list[object] = [target]
+    for dirpath, _, _ in os.walk(_j(bin_dir, version)):
+        try:
+            st = os.lstat(dirpath)
+        except OSError:
+            return (target, "changing")
+        found.append((dirpath, st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(found)
+
+
+def runs(bin_dir: str) -> str | None:
+    """None if the bin dir's cni-delguard answers CNI VERSION, else why not."""
+    import subprocess
+
+    link = _j(bin_dir, LINK_NAME)
+    try:
+        r = subprocess.run(
+            [link],
+            env={"CNI_COMMAND": "VERSION"},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{link} does not run: {exc}"
+    try:
+        versions = json.loads(r.stdout).get("supportedVersions")
+    except (ValueError, AttributeError):
+        versions = None
+    if r.returncode != 0 or not isinstance(versions, list):
+        return f"{link} does not answer VERSION (exit {r.returncode})"
+    return None
+
+
+def usable(bin_dir: str) -> str | None:
+    """The check before every wrap: our complete version (deep) or any plugin there, and it runs."""
+    problem = check(bin_dir, deep=True)
+    if problem and _version_of(current_target(bin_dir)):
+        return problem  # ours and damaged: never trust it, even if it happens to run
+    return runs(bin_dir)
 
 
 def _j(a: str, b: str) -> str:
     return os.path.join(a, b)
 
 
-def _file_sha(path: str) -> bytes:
+def _file_sha(path: str) -> str:
     h = fsutil.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1024 * 1024):
             h.update(chunk)
-    return h.hexdigest().encode()
+    return h.hexdigest()
 
 
 def plan(bundle_dir: str, bin_dir: str) -> Plan:
@@ -96,7 +208,8 @@ def plan(bundle_dir: str, bin_dir: str) -> Plan:
         raise BundleError(f"no executable {LINK_NAME} in bundle dir {bundle_dir}")
     if not os.path.isdir(bin_dir):
         raise BundleError(f"bin dir {bin_dir} does not exist")
-    return Plan(bin_dir, bundle_dir, tree_digest(bundle_dir), current_target(bin_dir))
+    entries = manifest(bundle_dir)
+    return Plan(bin_dir, bundle_dir, digest_of(entries), entries, current_target(bin_dir))
 
 
 def current_target(bin_dir: str) -> str | None:
@@ -110,19 +223,20 @@ def current_target(bin_dir: str) -> str | None:
 
 
 def apply(p: Plan) -> None:
-    """Copy the version in (unless present and intact), switch the link, prune old versions."""
+    """Copy the version in (unless present and intact), switch the link, prune old versions.
+    The caller holds the installer lock: every temp dir found is a crashed run's."""
+    prune(p.bin_dir, {p.version_name, _version_of(p.current)}, temps_only=True)
     final = os.path.join(p.bin_dir, p.version_name)
-    if os.path.isdir(final) and tree_digest(final) != p.digest:
-        _remove_tree(final)  # damaged by hand: never point the link at it
+    if os.path.lexists(final) and verify(final, deep=True) is not None:
+        _remove_tree(final)  # incomplete or damaged: never point the link at it
     if not os.path.isdir(final):
-        _copy_version(p.bundle_dir, final)
+        _copy_version(p, final)
     link = os.path.join(p.bin_dir, LINK_NAME)
     if os.path.isdir(link) and not os.path.islink(link):
         raise BundleError(f"{link} is a directory; refusing to replace it")
     if p.current != p.target:
         fsops.symlink_atomic(p.target, link)
-    keep = {p.version_name, _version_of(p.current)}
-    prune(p.bin_dir, keep)
+    prune(p.bin_dir, {p.version_name, _version_of(p.current)})
 
 
 def _version_of(target: str | None) -> str:
@@ -130,16 +244,33 @@ def _version_of(target: str | None) -> str:
     return head if head.startswith(PREFIX) and "/" in (target or "") else ""
 
 
-def _copy_version(src: str, final: str) -> None:
-    tmp = f"{final}.{os.getpid()}.tmp"
-    _remove_tree(tmp)
+def _copy_version(p: Plan, final: str) -> None:
+    # `.cni-delguard-<digest>.<pid>-<random>.tmp`: our prefix, so prune finds a crashed run's.
+    tmp = os.path.join(p.bin_dir, fsutil.temp_name(p.version_name)[1:])
     try:
-        _copy_tree(src, tmp)
+        _copy_tree(p.bundle_dir, tmp)
+        body = json.dumps({"digest": p.digest, "entries": p.entries}, sort_keys=True)
+        fd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fsutil.write_atomic(fd, MANIFEST, body.encode(), mode=0o644)
+        finally:
+            os.close(fd)
+        _verify_copy(p, tmp)
         os.rename(tmp, final)
     except BaseException:
         _remove_tree(tmp)
         raise
     fsops.fsync_dir(os.path.dirname(final))
+
+
+def _verify_copy(p: Plan, tmp: str) -> None:
+    """The copy, read back, must be exactly the source's manifest before it gets its name."""
+    copied = manifest(tmp)
+    if copied != p.entries:
+        wrong = sorted(set(copied) ^ set(p.entries)) or [
+            k for k in copied if copied[k] != p.entries[k]
+        ]
+        raise BundleError(f"the copy of {p.bundle_dir} does not match it ({wrong[0]})")
 
 
 def _copy_tree(src: str, dst: str) -> None:
@@ -160,17 +291,15 @@ def _copy_tree(src: str, dst: str) -> None:
     fsops.fsync_dir(dst)
 
 
-def prune(bin_dir: str, keep: set[str]) -> list[str]:
-    """Remove our version dirs not in `keep`, and temp dirs left by crashed runs."""
+def prune(bin_dir: str, keep: set[str], temps_only: bool = False) -> list[str]:
+    """Remove temp dirs left by crashed runs and (unless temps_only) our versions not in
+    `keep`. Called under the installer lock, so no temp dir belongs to a live copy."""
     removed = []
-    now = time.time()
     for entry in os.scandir(bin_dir):
         if not entry.name.startswith(PREFIX) or entry.name in keep:
             continue
-        if entry.name.endswith(".tmp"):
-            fresh = now - entry.stat(follow_symlinks=False).st_mtime < _STALE_TMP_SECONDS
-            if fresh and not entry.name.endswith(f".{os.getpid()}.tmp"):
-                continue  # another installer may be copying right now
+        if temps_only and not entry.name.endswith(".tmp"):
+            continue
         _remove_tree(entry.path)
         removed.append(entry.name)
     return removed

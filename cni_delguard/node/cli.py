@@ -1,26 +1,37 @@
-"""Command line of `cni-delguard install` / `cni-delguard uninstall`.
+"""Command line of `cni-delguard install`, `uninstall` and `ready`.
 
-`main(argv)` is called by cni_delguard.cli with argv[0] == "install" or "uninstall". Messages go
-to stderr, `--dry-run` prints the diff on stdout. This is the one place where errors become a
-single line on stderr and an exit code: 0 done, 1 refused or failed, 2 bad usage.
+`register(sub)` adds them to cni_delguard.cli's subcommands; `main(argv)` runs them on their own
+(the tests' way in). One-shot messages go to stderr and `--dry-run` prints the diff on stdout; the
+long-running `install --watch` logs every line, with a UTC time, to stdout (what `kubectl logs`
+shows). This is the one place where errors become a single line on stderr and an exit code (the
+table is in errors.py; `ready` has its own, in ready.py).
+
+The metrics seam: `register(sub, metrics_writer=fn)` makes `install --watch --metrics-file PATH`
+call `fn(PATH, log_file, state_dir)` (all three as seen from here, under --root) every
+`--metrics-interval` seconds from the watch loop. node/ (floor 3) cannot
+import ops/ (floor 4), so the caller above both connects them; without a writer the option is
+refused.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import io
 import os
 import signal
 import sys
 import threading
+import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from cni_delguard.guard import defaults
-from cni_delguard.node import actions, watch
-from cni_delguard.node.errors import InstallerError
+from cni_delguard.node import actions, confdir, follow, hostlock, ready, record, watch
+from cni_delguard.node.errors import InstallerError, NoConfError
 from cni_delguard.tooling import Parser, UsageError
 
 PROG = "cni-delguard"
+MetricsWriter = Callable[[str, str, str], None]
 
 
 def build_parser(out: TextIO | None = None, err: TextIO | None = None) -> argparse.ArgumentParser:
@@ -31,22 +42,33 @@ def build_parser(out: TextIO | None = None, err: TextIO | None = None) -> argpar
     return parser
 
 
-def register(sub: Any) -> None:
-    """Add `install` and `uninstall` to a parser's subcommands (also cni_delguard.cli's)."""
+def register(sub: Any, metrics_writer: MetricsWriter | None = None) -> None:
+    """Add `install`, `uninstall` and `ready` to a parser's subcommands."""
     inst = sub.add_parser(
         "install",
-        help="copy the bundle into the bin dir and wrap the conf",
+        help="copy the bundle into the bin dir and wrap the conf (--watch: and keep it wrapped)",
         description="Copy the bundle into the CNI bin dir and wrap the conf the runtime uses.",
     )
     uninst = sub.add_parser(
         "uninstall",
-        help="restore the conf and remove the bundle",
+        help="restore the conf and remove the bundle; no installer wraps again until an install",
         description="Put the original conf back byte for byte, then remove the bundle.",
     )
-    for p in (inst, uninst):
+    probe = sub.add_parser(
+        "ready",
+        help="readiness probe: exit 0 only while the node is guarded",
+        description="Exit 0 only while the conf the runtime uses names the guard and it runs.",
+    )
+    for p in (inst, uninst, probe):
         _add_common(p)
-        p.set_defaults(run=run)
+        p.set_defaults(run=run, metrics_writer=metrics_writer)
     _add_install(inst)
+    uninst.add_argument(
+        "--hold", action="store_true", help="after uninstalling, stay running until SIGTERM"
+    )
+    probe.add_argument(
+        "--uninstalled", action="store_true", help="ready when the guard is off the node instead"
+    )
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -59,13 +81,15 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "one the runtime uses, the first .conf/.conflist/.json by name)",
     )
     p.add_argument(
-        "--wrap", metavar="TYPE", default="multus", help="plugin type to wrap (%(default)s)"
+        "--wrap",
+        metavar="TYPE",
+        help="plugin type to wrap (default: detect multus thin or thick in the conf)",
     )
     p.add_argument(
         "--state-dir",
         metavar="DIR",
-        help="the guard's stateDir; the installer keeps "
-        f"originals in DIR/installer (default {defaults.STATE_DIR})",
+        help="the guard's stateDir; the installer keeps originals, its lock and the uninstall "
+        f"record in DIR/installer (default {defaults.STATE_DIR})",
     )
     p.add_argument(
         "--root",
@@ -74,6 +98,13 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         help="where the node's / is mounted; the dirs above are taken under it (%(default)s)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
+    p.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=hostlock.DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="wait this long for another installer on the node (%(default)g)",
+    )
 
 
 def _add_install(p: argparse.ArgumentParser) -> None:
@@ -82,7 +113,11 @@ def _add_install(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="one-folder bundle to install (default: the folder of this frozen executable)",
     )
-    p.add_argument("--no-bundle", action="store_true", help="only patch the conf")
+    p.add_argument(
+        "--no-bundle",
+        action="store_true",
+        help="only patch the conf (refused unless a working cni-delguard is in the bin dir)",
+    )
     p.add_argument("--log-file", metavar="PATH", help="the guard's logFile ('' disables)")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
     p.add_argument(
@@ -92,19 +127,41 @@ def _add_install(p: argparse.ArgumentParser) -> None:
         "decided (default: leave the conf's mode as it is; a new guard enforces)",
     )
     p.add_argument(
-        "--watch",
-        action="store_true",
-        help="stay running and re-apply the patch when the conf is rewritten",
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait up to this long for the runtime's conf to appear (boot) (%(default)g)",
     )
-    p.add_argument("--watch-interval", type=float, default=2.0, metavar="SECONDS")
-    p.add_argument(
+    w = p.add_argument_group("long-running mode")
+    w.add_argument("--watch", action="store_true", help="stay running and keep the node guarded")
+    w.add_argument("--watch-interval", type=float, default=1.0, metavar="SECONDS")
+    w.add_argument(
         "--max-repatches",
         type=int,
-        default=5,
+        default=watch.Limits.max_repatches,
         metavar="N",
-        help="re-patches allowed per --repatch-window before backing off",
+        help="re-wraps and repairs allowed per --repatch-window before backing off (%(default)s)",
     )
-    p.add_argument("--repatch-window", type=float, default=600.0, metavar="SECONDS")
+    w.add_argument("--repatch-window", type=float, default=watch.Limits.window, metavar="SECONDS")
+    w.add_argument(
+        "--uninstall-on-stop",
+        action="store_true",
+        help="uninstall when stopped (SIGTERM): deleting the DaemonSet takes the guard off",
+    )
+    w.add_argument(
+        "--follow-log",
+        metavar="PATH",
+        help="print each DEL the guard let through from its decision log (default: its "
+        "logFile under --root; '' turns it off)",
+    )
+    w.add_argument(
+        "--metrics-file",
+        metavar="PATH",
+        help="refresh node-exporter textfile metrics at this host path (under --root); off "
+        "by default",
+    )
+    w.add_argument("--metrics-interval", type=float, default=60.0, metavar="SECONDS")
 
 
 def options(args: argparse.Namespace) -> actions.Options:
@@ -130,6 +187,7 @@ def options(args: argparse.Namespace) -> actions.Options:
         bundle_dir=bundle_dir,
         keys=keys,
         dry_run=args.dry_run,
+        lock_timeout=args.lock_timeout,
     )
 
 
@@ -147,7 +205,7 @@ def default_bundle_dir() -> str:
 
 
 def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """`install ...` or `uninstall ...` on their own (the tests' way in)."""
+    """`install ...`, `uninstall ...` or `ready ...` on their own (the tests' way in)."""
     out = out if out is not None else sys.stdout
     stderr = err if err is not None else sys.stderr
     try:
@@ -161,45 +219,122 @@ def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) 
 
 
 def run(args: argparse.Namespace, out: TextIO, stderr: TextIO) -> int:
-    def say(message: str) -> None:
-        stderr.write(f"{PROG}: {message}\n")
-        stderr.flush()
-
+    say = _sayer(stderr, stamp=False)
     try:
         opts = options(args)
+        if args.command == "ready":
+            return _ready(args, opts, out)
         if args.command == "uninstall":
             actions.uninstall(opts, out, say)
+            if args.hold:
+                _hold(_sayer(out, stamp=True))
         elif args.watch:
-            _watch(args, opts, say)
+            _watch(args, opts, _sayer(out, stamp=True))
         else:
+            _wait_for_conf(opts, args.wait, say)
             actions.install(opts, out, say)
     except UsageError as exc:
         say(f"usage: {exc}")
         return 2
     except InstallerError as exc:
         say(str(exc))
-        return 1
+        return exc.code
     except OSError as exc:  # fsutil.UnsafeFileError included
         say(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
         return 1
     return 0
 
 
-def _watch(args: argparse.Namespace, opts: actions.Options, say: actions.Say) -> None:
-    if args.dry_run:
-        raise UsageError("--watch and --dry-run do not go together")
-    if opts.bundle_dir is not None:
-        actions.install_bundle(opts, say)
-    limits = watch.Limits(
-        interval=args.watch_interval,
-        settle=min(1.0, args.watch_interval),
-        max_repatches=args.max_repatches,
-        window=args.repatch_window,
-    )
-    stop = threading.Event()
+def _sayer(stream: TextIO, stamp: bool) -> actions.Say:
+    def say(message: str) -> None:
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) if stamp else ""
+        stream.write(f"{when}{PROG}: {message}\n")
+        stream.flush()
+
+    return say
+
+
+def _ready(args: argparse.Namespace, opts: actions.Options, out: TextIO) -> int:
+    code, line = (ready.uninstalled if args.uninstalled else ready.guarded)(opts)
+    out.write(line + "\n")
+    return code
+
+
+def _wait_for_conf(opts: actions.Options, seconds: float, say: actions.Say) -> None:
+    """At boot the network plugin writes its conf after us: wait for it, bounded."""
+    deadline, said = time.monotonic() + seconds, False
+    while True:
+        try:
+            confdir.pick(opts.conf_dir, opts.conf_file)
+        except NoConfError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            if not said:
+                say(f"{exc}; waiting (up to {seconds:g} s)")
+                said = True
+        else:
+            return
+        time.sleep(0.2)
+
+
+def _stop_event() -> watch.SignalStop:
+    stop = watch.SignalStop()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
-    say(f"watching {opts.conf_dir} (every {limits.interval:g} s)")
-    watch.run(dataclasses.replace(opts, bundle_dir=None), limits, stop, say)
+    return stop
+
+
+def _hold(say: actions.Say) -> None:
+    say("uninstalled; holding until stopped")
+    _stop_event().wait()
+
+
+def _watch(args: argparse.Namespace, opts: actions.Options, say: actions.Say) -> None:
+    if args.dry_run:
+        raise UsageError("--watch and --dry-run do not go together")
+    if args.metrics_file and args.metrics_writer is None:
+        raise UsageError("--metrics-file: this build has no metrics writer connected")
+    stop = _stop_event()
+    limits = watch.Limits(
+        interval=args.watch_interval,
+        settle=min(0.5, args.watch_interval),
+        max_repatches=args.max_repatches,
+        window=args.repatch_window,
+    )
+    say(f"watching {opts.conf_dir} and {opts.bin_dir} (every {limits.interval:g} s)")
+    _start(opts, say)
+    watch.run(opts, limits, stop, say, tasks=_tasks(args, opts, say))
     say("watch: stopped")
+    if args.uninstall_on_stop:
+        actions.uninstall(opts, io.StringIO(), say)
+
+
+def _start(opts: actions.Options, say: actions.Say) -> None:
+    """A new install: lift an uninstall record and put the bundle in; the loop wraps."""
+    with hostlock.held(opts.state_dir, opts.lock_timeout):
+        if record.clear_uninstalled(opts.state_dir):
+            say("a new install: lifted the uninstall record")
+        if opts.bundle_dir is not None:
+            actions.install_bundle(opts, say)
+
+
+def _tasks(
+    args: argparse.Namespace, opts: actions.Options, say: actions.Say
+) -> list[watch.Periodic]:
+    tasks = []
+    guard_log = under(args.root, args.log_file or defaults.LOG_FILE) if args.log_file != "" else ""
+    log = guard_log if args.follow_log is None else args.follow_log
+    if log:
+        tasks.append(watch.Periodic(args.watch_interval, follow.Follower(log, say).poll))
+    if args.metrics_file:
+        writer, path = args.metrics_writer, under(args.root, args.metrics_file)
+
+        def refresh() -> None:
+            try:
+                writer(path, guard_log, opts.state_dir)
+            except OSError as exc:  # a full or read-only dir: say so, keep guarding
+                say(f"metrics: cannot write {path}: {exc.strerror or exc}")
+
+        tasks.append(watch.Periodic(args.metrics_interval, refresh))
+    return tasks

@@ -13,17 +13,22 @@ import os
 from typing import Any
 
 from cni_delguard.node import fsops
-from cni_delguard.node.errors import InstallerError
+from cni_delguard.node.errors import ConfRefusedError, NoConfError, WrapUnknownError
+
+__all__ = ["ConfError", "NoConfError", "WrapUnknownError"]
 from cni_delguard.state import fsutil
 
 EXTENSIONS = (".conf", ".conflist", ".json")
 LIST_EXTENSION = ".conflist"
-MULTUS_CONF = "00-multus.conf"  # the file multus (thin and thick) writes for itself
-MULTUS_TYPES = ("multus", "multus-shim")
+# The file multus (thin and thick) writes for itself: `.conflist` when its master network is a
+# cniVersion 1.0.0 conflist (multus 4), `.conf` otherwise.
+MULTUS_CONFS = ("00-multus.conf", "00-multus.conflist")
+MULTUS_TYPES = {"multus": "multus thin", "multus-shim": "multus thick"}
+GUARD = "cni-delguard"
 
 
-class ConfError(InstallerError):
-    """The conf dir or a conf file cannot be used as it is."""
+class ConfError(ConfRefusedError):
+    """A conf file cannot be patched as it is."""
 
 
 def conf_files(conf_dir: str) -> list[str]:
@@ -31,7 +36,7 @@ def conf_files(conf_dir: str) -> list[str]:
     try:
         names = os.listdir(conf_dir)
     except FileNotFoundError:
-        raise ConfError(f"conf dir {conf_dir} does not exist") from None
+        raise NoConfError(f"conf dir {conf_dir} does not exist") from None
     return sorted(
         n
         for n in names
@@ -48,21 +53,46 @@ def pick(conf_dir: str, name: str | None) -> str:
             raise ConfError(f"{name}: the runtime loads only {', '.join(EXTENSIONS)} files")
         path = os.path.join(conf_dir, name)
         if not os.path.lexists(path):
-            raise ConfError(f"{path} does not exist")
+            raise NoConfError(f"{path} does not exist")
         return path
     files = conf_files(conf_dir)
     if not files:
-        raise ConfError(f"no {'/'.join(EXTENSIONS)} file in {conf_dir}")
+        raise NoConfError(
+            f"no {'/'.join(EXTENSIONS)} file in {conf_dir}; "
+            f"is the network plugin installed? (--wait SECONDS waits for it)"
+        )
     return os.path.join(conf_dir, files[0])
 
 
 def multus_master(conf_dir: str) -> str | None:
     """The file multus auto-detection reads as its master network: the first conf that is not
-    its own 00-multus.conf (None when there is no 00-multus.conf)."""
+    its own 00-multus.conf(list) (None when there is no such file)."""
     files = conf_files(conf_dir)
-    if MULTUS_CONF not in files:
+    if not any(n in MULTUS_CONFS for n in files):
         return None
-    return next((n for n in files if n != MULTUS_CONF), None)
+    return next((n for n in files if n not in MULTUS_CONFS), None)
+
+
+def detect(path: str, conf: dict[str, Any]) -> tuple[str, str]:
+    """The multus plugin in a conf (through a guard entry too): its type, and what was found
+    ("multus thick (multus-shim) in 00-multus.conflist"). No multus: WrapUnknownError."""
+    entries = [conf] if not is_list(path) else conf.get("plugins")
+    types = []
+    for entry in entries if isinstance(entries, list) else []:
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        delegate = entry.get("delegate") if isinstance(entry, dict) else None
+        if kind == GUARD and isinstance(delegate, dict):
+            kind = delegate.get("type")
+        types.append(kind)
+    found = [t for t in types if t in MULTUS_TYPES]
+    name = os.path.basename(path)
+    if len(found) != 1:
+        what = "no multus" if not found else f"{len(found)} multus plugins"
+        raise WrapUnknownError(
+            f"{path}: found {what} (plugin types: {', '.join(map(repr, types)) or 'none'}); "
+            f"pass --wrap TYPE to name the plugin to guard"
+        )
+    return found[0], f"{MULTUS_TYPES[found[0]]} ({found[0]}) in {name}"
 
 
 def is_list(path: str) -> bool:
@@ -75,7 +105,7 @@ def read(path: str) -> fsutil.FileInfo:
     except fsutil.UnsafeFileError as exc:
         raise ConfError(f"{path}: {exc.strerror}; refusing to patch it") from None
     except FileNotFoundError:
-        raise ConfError(f"{path} does not exist") from None
+        raise NoConfError(f"{path} does not exist") from None
 
 
 def parse(path: str, data: bytes) -> dict[str, Any]:

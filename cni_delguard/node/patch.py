@@ -12,13 +12,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from cni_delguard.node.errors import InstallerError
+from cni_delguard.node.errors import ConfRefusedError
 
 GUARD = "cni-delguard"
 _MULTUS_DEFAULT_CNI_DIR = "/var/lib/cni/multus"
 
 
-class PatchError(InstallerError):
+class PatchError(ConfRefusedError):
     """The conf cannot be patched safely; the message says why."""
 
 

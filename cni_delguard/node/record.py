@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import asdict, dataclass
 
 from cni_delguard.node import fsops
@@ -65,3 +66,34 @@ def drop(state_dir: str, conf_path: str) -> None:
     base = _base(state_dir, conf_path)
     fsops.remove_quietly(base + ".json")
     fsops.remove_quietly(base + ".orig")
+
+
+# The uninstall record: `uninstall` writes it (under the installer lock) before it restores
+# anything, and every installer honours it: a running watcher stops wrapping, repairing and
+# re-wrapping until an explicit `install` (a new pod's, or a person's) removes it.
+UNINSTALLED = "uninstalled"
+
+
+def mark_uninstalled(state_dir: str) -> None:
+    fsops.makedirs_private(os.path.join(state_dir, SUBDIR))
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    fsutil.write_file(os.path.join(state_dir, SUBDIR, UNINSTALLED), f"{stamp}\n".encode(), 0o600)
+
+
+def uninstalled(state_dir: str) -> str | None:
+    """When `uninstall` ran (its stamp), or None if no uninstall is in force."""
+    path = os.path.join(state_dir, SUBDIR, UNINSTALLED)
+    try:
+        return fsutil.read_regular(None, path, 256).data.decode("ascii", "replace").strip()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return "(unreadable record)"  # something is there: honour it
+
+
+def clear_uninstalled(state_dir: str) -> bool:
+    path = os.path.join(state_dir, SUBDIR, UNINSTALLED)
+    if not os.path.lexists(path):
+        return False
+    fsops.remove_quietly(path)
+    return True

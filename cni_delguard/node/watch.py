@@ -1,36 +1,98 @@
-"""`install --watch`: keep the conf wrapped when something rewrites it.
+"""`install --watch`: keep the node guarded for as long as the installer runs.
 
-multus regenerates 00-multus.conf when its master network changes; other installers rewrite their
-conflists on start. The watcher polls the conf's identity (name, inode, mtime, size; no extra
-dependency, no inotify limits), waits for a change to settle, and re-applies the patch. A writer
-that puts its own version back every time would make that a loop, so re-patches are capped per
-window: past the cap the watcher logs it, backs off (doubling up to a limit) and lets the other
-writer win until the window frees up.
+Polling, not inotify: every `interval` (1 s) the watcher stats the conf the runtime uses (name,
+inode, mtime, ctime, size) and the guard's bundle (its link and the directories of the version it
+points to; the full check of every file's kind and size when those changed, and once a minute).
+That needs no inotify watch (a per-user limit on nodes full of watchers), sees a conf dir that is
+itself replaced, and costs about 0.2 % of a core (README "Deploy"). A conf that changed is
+re-wrapped once it has stayed unchanged for `settle` (0.5 s; multus writes its conf in one rename,
+other installers in several steps), so a multus rewrite is wrapped again within about
+interval + settle (1.5 s) plus the check of the plugin (one exec of VERSION).
+
+Each poll, in this order:
+1. an uninstall record (record.py) stops everything but the periodic tasks: uninstall wins;
+2. a broken bundle (link missing, files missing or changed) is repaired from the bundle dir, or,
+   with no bundle to install, the guard is taken out of the conf: never a conf naming a missing
+   plugin;
+3. a changed conf is re-wrapped (actions.install, which checks the plugin again under the lock).
+
+A writer that puts its own version back every time would make that a loop (a rewrite storm), so
+re-wraps and repairs are capped per window (10 a minute): past the cap the watcher logs it and
+backs off, doubling up to 60 s, then tries again: the storm is damped to one write a minute, and
+the node is never given up for good (the readiness probe shows it unguarded meanwhile).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
-import threading
+import select
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from cni_delguard.node import actions, confdir
+from cni_delguard.node import actions, bundle, confdir, record
 from cni_delguard.node.errors import InstallerError
 
 Signature = tuple[object, ...]
 
 
+class Stop(Protocol):
+    """What the loop waits on: a threading.Event (tests), or a SignalStop (the command)."""
+
+    def is_set(self) -> bool: ...
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+class SignalStop:
+    """A stop flag that a signal handler may set. threading.Event is not safe there: its set()
+    takes the Event's lock, which the main thread itself holds for a moment inside Event.wait,
+    and a handler runs on the main thread between any two bytecodes: a SIGTERM landing in that
+    moment would deadlock the watcher (the pod would then ignore SIGTERM until the kubelet's
+    SIGKILL, and --uninstall-on-stop would never run). set() here is a flag and one byte into a
+    pipe, no lock; wait() is a select on the pipe."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+        try:
+            os.write(self._write, b"x")
+        except BlockingIOError:  # the pipe is full of earlier wake-ups: it is readable already
+            pass
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self._set:
+            select.select([self._read], [], [], timeout)
+        return self._set
+
+
 @dataclass(frozen=True)
 class Limits:
-    interval: float = 2.0  # seconds between polls
-    settle: float = 1.0  # a change must stay unchanged this long before it is patched
-    max_repatches: int = 5  # re-patches allowed per window ...
-    window: float = 600.0  # ... of this many seconds
-    max_backoff: float = 1800.0
+    interval: float = 1.0  # seconds between polls
+    settle: float = 0.5  # a change must stay unchanged this long before it is patched
+    # A crash-looping multus rewrites its conf at the kubelet's back-off (10 s, 20 s, ... 5 min):
+    # a few times a minute at most. Only a writer undoing the wrap in a loop goes past this.
+    max_repatches: int = 10  # re-patches allowed per window ...
+    window: float = 60.0  # ... of this many seconds
+    max_backoff: float = 60.0  # never give up for longer: the node must not stay unguarded
+
+
+@dataclass
+class Periodic:
+    """A task run every `every` seconds from the watch loop (log follower, metrics file)."""
+
+    every: float
+    fn: Callable[[], None]
+    due: float = 0.0
 
 
 def signature(opts: actions.Options) -> Signature:
@@ -68,46 +130,110 @@ class Budget:
         self.backoff = self.limits.interval
 
 
+class BundleProbe:
+    """bundle.check, but only when bundle.signature changed or every `full_every` seconds."""
+
+    def __init__(self, bin_dir: str, clock: Callable[[], float], full_every: float = 60.0) -> None:
+        self.bin_dir, self.clock, self.full_every = bin_dir, clock, full_every
+        self.seen: tuple[object, ...] | None = None
+        self.checked = 0.0
+
+    def problem(self) -> str | None:
+        sig, now = bundle.signature(self.bin_dir), self.clock()
+        if sig == self.seen and now - self.checked < self.full_every:
+            return None
+        problem = bundle.check(self.bin_dir)
+        self.seen, self.checked = (None, 0.0) if problem else (sig, now)
+        return problem
+
+
+class Once:
+    """Say a repeating condition once, until it changes (a poll a second must not flood logs)."""
+
+    def __init__(self, say: actions.Say) -> None:
+        self.say, self.last = say, ""
+
+    def __call__(self, message: str) -> None:
+        if message != self.last:
+            self.say(message)
+        self.last = message
+
+
 def run(
     opts: actions.Options,
     limits: Limits,
-    stop: threading.Event,
+    stop: Stop,
     say: actions.Say,
     clock: Callable[[], float] = time.monotonic,
+    tasks: Sequence[Periodic] = (),
 ) -> None:
-    """Watch until `stop` is set. `opts` should carry no bundle dir: only the conf is re-applied."""
-    budget = Budget(limits, clock)
+    """Watch until `stop` is set. `opts.bundle_dir` is what a broken bundle is repaired from."""
+    budget, once, probe = Budget(limits, clock), Once(say), BundleProbe(opts.bin_dir, clock)
+    conf_opts = dataclasses.replace(opts, bundle_dir=None)
     seen: Signature | None = None
     while not stop.is_set():
-        sig = signature(opts)
-        if sig != seen and _settled(opts, sig, limits, stop):
-            wait = budget.wait_needed()
-            if wait:
-                say(
-                    f"watch: the conf was rewritten {len(budget.history)} times in "
-                    f"{limits.window:.0f} s by another writer; backing off {wait:.0f} s"
-                )
-                stop.wait(wait)
-                continue
-            if apply_once(opts, say):
-                budget.spend()
-            else:
-                budget.relax()
-            # The state checked, not the state after our write: a writer that undoes the patch
-            # a moment later must still look like a change. Our own write costs one more check.
-            seen = sig
+        _run_due(tasks, clock(), say)
+        if stamp := record.uninstalled(opts.state_dir):
+            once(f"watch: uninstalled at {stamp}; not wrapping until a new install")
+            seen = None
+        elif problem := probe.problem():
+            if _may(budget, limits, stop, say):
+                if _guarded(lambda: actions.repair(opts, say), say):
+                    budget.spend()
+                elif opts.bundle_dir is None:
+                    once(f"watch: {problem}; not wrapping until the bundle is installed")
+            seen = None
+        else:
+            sig = signature(opts)
+            if sig != seen and _settled(opts, sig, limits, stop):
+                if not _may(budget, limits, stop, say):
+                    continue
+                once("")
+                if apply_once(conf_opts, say):
+                    budget.spend()
+                else:
+                    budget.relax()
+                # The state checked, not the state after our write: a writer that undoes the
+                # patch a moment later must still look like a change. Our write costs one check.
+                seen = sig
         stop.wait(limits.interval)
 
 
-def _settled(opts: actions.Options, sig: Signature, limits: Limits, stop: threading.Event) -> bool:
+def _may(budget: Budget, limits: Limits, stop: Stop, say: actions.Say) -> bool:
+    wait = budget.wait_needed()
+    if wait:
+        say(
+            f"watch: the conf or the bundle was changed {len(budget.history)} times in "
+            f"{limits.window:.0f} s by another writer; backing off {wait:.0f} s"
+        )
+        stop.wait(wait)
+    return not wait
+
+
+def _run_due(tasks: Sequence[Periodic], now: float, say: actions.Say) -> None:
+    for task in tasks:
+        if now >= task.due:
+            task.due = now + task.every
+            try:
+                task.fn()
+            except Exception as exc:  # noqa: BLE001 - a side task must never stop the guarding
+                say(f"watch: {exc!r} in a periodic task")
+
+
+def _settled(opts: actions.Options, sig: Signature, limits: Limits, stop: Stop) -> bool:
     stop.wait(limits.settle)
     return signature(opts) == sig and not stop.is_set()
 
 
-def apply_once(opts: actions.Options, say: actions.Say) -> bool:
-    """Patch the conf if it needs it; True if it was rewritten. Errors are logged, not raised."""
+def _guarded(fn: Callable[[], bool], say: actions.Say) -> bool:
+    """Run one step; errors are logged, not raised: the watcher tries again on the next change."""
     try:
-        return actions.install(opts, io.StringIO(), say)
+        return fn()
     except (InstallerError, OSError) as exc:
         say(f"watch: {exc}; trying again on the next change")
         return False
+
+
+def apply_once(opts: actions.Options, say: actions.Say) -> bool:
+    """Wrap the conf if it needs it (honouring an uninstall); True if it was rewritten."""
+    return _guarded(lambda: actions.install(opts, io.StringIO(), say, watcher=True), say)

@@ -17,6 +17,7 @@ from cni_delguard.cni import errors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Protocol
 
     class Hash(Protocol):
@@ -204,11 +205,14 @@ def write_atomic(
     mode: int = FILE_MODE,
     owner: tuple[int, int] | None = None,
     durable: bool = True,
-) -> None:
+    unless: Callable[[], bool] | None = None,
+) -> bool:
     """The one atomic write: replace `name` in `dir_fd` with `data` (temp file created
     exclusively and without following links, mode set explicitly whatever the umask, fsync,
     rename, fsync of the dir). Without `durable` the fsyncs are skipped: still atomic for
-    readers and across a killed process; only a power loss may lose the write."""
+    readers and across a killed process; only a power loss may lose the write. `unless` is
+    asked last, just before the rename: if it says True the temp file is removed and nothing
+    is replaced (False returned): compare-before-swap for files other writers share."""
     tmp = temp_name(name)
     fd = os.open(tmp, _CREATE_FILE, mode, dir_fd=dir_fd)
     try:
@@ -221,21 +225,31 @@ def write_atomic(
                 os.fsync(fd)
         finally:
             os.close(fd)
+        if unless is not None and unless():
+            unlink_at(dir_fd, tmp)
+            return False
         os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         unlink_at(dir_fd, tmp)
         raise
     if durable:
         os.fsync(dir_fd)
+    return True
 
 
-def write_file(path: str, data: bytes, mode: int, owner: tuple[int, int] | None = None) -> None:
+def write_file(
+    path: str,
+    data: bytes,
+    mode: int,
+    owner: tuple[int, int] | None = None,
+    unless: Callable[[], bool] | None = None,
+) -> bool:
     """write_atomic on a path whose directory is not ours to vet (a node's /etc/cni/net.d):
     the directory is opened as it is, the file itself is still never followed."""
     head, tail = os.path.split(path)
     dir_fd = os.open(head or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        write_atomic(dir_fd, tail, data, mode=mode, owner=owner)
+        return write_atomic(dir_fd, tail, data, mode=mode, owner=owner, unless=unless)
     finally:
         os.close(dir_fd)
 

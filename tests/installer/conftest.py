@@ -2,7 +2,9 @@
 
 A fake bundle behaves like a frozen one-folder build where it matters: its executable keeps
 reading a file from its own folder after exec, so a version dir removed or half-written under a
-running plugin shows up as a failed exec.
+running plugin shows up as a failed exec; it answers CNI VERSION as the guard does (the
+installer's "does it run" check). An `_internal/on-version` hook, run on VERSION, lets a test
+act at the exact moment the installer checks the plugin (no real plugin shows that moment).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from cni_delguard.node.cli import main
 
 FAKE_EXE = """#!/bin/sh
 d=$(dirname "$(readlink -f "$0")")
+[ -x "$d/_internal/on-version" ] && [ "$CNI_COMMAND" = VERSION ] && "$d/_internal/on-version"
+[ "$CNI_COMMAND" = VERSION ] && exec echo '{"cniVersion":"1.0.0","supportedVersions":["1.0.0"]}'
 exec cat "$d/_internal/version"
 """
 

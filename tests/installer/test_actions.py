@@ -70,7 +70,7 @@ def test_install_then_uninstall_restores_byte_for_byte(node, bundles, name, text
     assert path.read_bytes() == original
     assert path.stat().st_mode & 0o777 == 0o640
     assert os.listdir(node.bin) == []
-    assert os.listdir(node.state / "installer") == []
+    assert sorted(os.listdir(node.state / "installer")) == ["lock", "uninstalled"]
 
 
 def test_uninstall_leaves_a_conf_rewritten_by_someone_else(node, bundles):
@@ -122,33 +122,43 @@ def test_dry_run_prints_the_diff_and_changes_nothing(node, bundles):
 
 def test_guard_keys_are_written(node, bundles):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
-    args = ["--no-bundle", "--log-level", "debug", "--log-file", "", "--state-dir", "/var/lib/dg"]
-    r = run(["install", *node.args(*args)])
+    args = ["--log-level", "debug", "--log-file", "", "--state-dir", "/var/lib/dg"]
+    r = run(["install", *node.args("--bundle-dir", str(bundles["v1"]), *args)])
     assert r.code == 0, r.err
     conf = json.loads(path.read_text())
     assert (conf["logLevel"], conf["logFile"], conf["stateDir"]) == ("debug", "", "/var/lib/dg")
-    assert len(os.listdir(node.root / "var/lib/dg/installer")) == 2  # the record, under --root
+    kept = sorted(n.rsplit(".", 1)[-1] for n in os.listdir(node.root / "var/lib/dg/installer"))
+    assert kept == ["json", "lock", "orig"]  # the record and the lock, under --root
 
 
-def test_without_guard_keys_the_conf_gets_none(node):
+def test_without_guard_keys_the_conf_gets_none(node, bundles):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
-    assert run(["install", *node.args("--no-bundle")]).code == 0
+    assert run(["install", *node.args("--bundle-dir", str(bundles["v1"]))]).code == 0
     conf = json.loads(path.read_text())
     assert set(conf) == {"cniVersion", "name", "type", "capabilities", "delegate"}
 
 
 @pytest.mark.parametrize(
-    ("name", "text", "extra", "why"),
+    ("name", "text", "extra", "why", "code"),
     [
         pytest.param(
-            "00-multus.conf", '{"type": "multus",', [], "is not valid JSON", id="bad-json"
+            "00-multus.conf", '{"type": "multus",', [], "is not valid JSON", 3, id="bad-json"
+        ),
+        pytest.param(
+            "00-bridge.conf",
+            '{"cniVersion": "1.0.0", "name": "n", "type": "bridge"}',
+            ["--wrap", "multus"],
+            "plugin type is 'bridge', not 'multus'",
+            3,
+            id="no-such-type",
         ),
         pytest.param(
             "00-bridge.conf",
             '{"cniVersion": "1.0.0", "name": "n", "type": "bridge"}',
             [],
-            "plugin type is 'bridge', not 'multus'",
-            id="no-such-type",
+            "found no multus (plugin types: 'bridge'); pass --wrap TYPE",
+            7,
+            id="no-multus-detected",
         ),
         pytest.param(
             "10-b.conflist",
@@ -156,6 +166,7 @@ def test_without_guard_keys_the_conf_gets_none(node):
             '[{"type": "bridge"}, {"type": "bridge"}]}',
             ["--wrap", "bridge"],
             "2 plugins of type 'bridge'",
+            3,
             id="several-candidates",
         ),
         pytest.param(
@@ -163,6 +174,7 @@ def test_without_guard_keys_the_conf_gets_none(node):
             '{"cniVersion": "9.9.9", "name": "n", "type": "multus"}',
             [],
             "would be invalid: incompatible CNI versions",
+            3,
             id="guard-model-refuses",
         ),
         pytest.param(
@@ -170,6 +182,7 @@ def test_without_guard_keys_the_conf_gets_none(node):
             '{"type": "multus"}',
             [],
             "no string 'name' and 'cniVersion'",
+            3,
             id="no-name",
         ),
         pytest.param(
@@ -177,14 +190,15 @@ def test_without_guard_keys_the_conf_gets_none(node):
             '{"cniVersion": "1.0.0", "name": "bad name!", "type": "multus"}',
             [],
             "would be invalid",
+            3,
             id="bad-network-name",
         ),
     ],
 )
-def test_refusals_are_one_line_and_change_nothing(node, bundles, name, text, extra, why):
+def test_refusals_are_one_line_and_change_nothing(node, bundles, name, text, extra, why, code):
     path = node.write_conf(name, text)
     r = run(["install", *node.args("--bundle-dir", str(bundles["v1"]), *extra)])
-    assert r.code == 1
+    assert r.code == code
     assert why in r.err
     assert r.err.count("\n") == 1
     assert path.read_text() == text
@@ -195,7 +209,7 @@ def test_a_symlinked_conf_is_refused(node, bundles):
     node.write_conf("real.json.orig", MULTUS_CONF)
     os.symlink("real.json.orig", node.net / "00-multus.conf")
     r = run(["install", *node.args("--bundle-dir", str(bundles["v1"]))])
-    assert r.code == 1
+    assert r.code == 3
     assert "symlink; refusing to patch it" in r.err
 
 
@@ -219,7 +233,7 @@ def test_usage_errors_exit_2_with_one_line(argv, why):
 
 def test_empty_conf_dir_is_a_clear_error(node, bundles):
     r = run(["install", *node.args("--bundle-dir", str(bundles["v1"]))])
-    assert r.code == 1
+    assert r.code == 4
     assert f"no .conf/.conflist/.json file in {node.net}" in r.err
 
 
@@ -228,7 +242,7 @@ def test_multus_master_network_is_never_wrapped(node, bundles):
     master = node.write_conf("10-bridge.conflist", BRIDGE_LIST)
     args = ["--bundle-dir", str(bundles["v1"]), "--conf-file", "10-bridge.conflist"]
     r = run(["install", *node.args(*args, "--wrap", "bridge")])
-    assert r.code == 1
+    assert r.code == 3
     assert "multus reads it as its master network" in r.err
     assert master.read_text() == BRIDGE_LIST
     assert os.listdir(node.bin) == []
@@ -241,8 +255,38 @@ def test_a_conflist_after_the_master_may_be_wrapped(node, bundles):
     r = run(
         [
             "install",
-            *node.args("--no-bundle", "--conf-file", "20-other.conflist", "--wrap", "bridge"),
+            *node.args("--bundle-dir", str(bundles["v1"]), "--conf-file", "20-other.conflist"),
+            "--wrap",
+            "bridge",
         ]
     )
     assert r.code == 0, r.err
     assert json.loads(other.read_text())["plugins"][0]["type"] == "cni-delguard"
+
+
+@pytest.mark.parametrize(
+    ("keys", "widening"),
+    [
+        pytest.param(["--state-dir", "/etc/dg"], None, id="state-dir-outside"),
+        pytest.param(["--log-file", "/etc/profile.d/dg.sh"], None, id="log-file-outside"),
+        pytest.param(["--state-dir", "/data/dg"], "state /data/", id="widened-by-the-admin"),
+    ],
+)
+def test_a_guard_config_the_path_rule_would_refuse_is_never_written(node, bundles, keys,
+                                                                     widening):
+    """The guard refuses a stateDir or logFile outside its allowed places (code 7 on every
+    ADD): the installer must refuse to write such a conf, unless the admin's
+    cni-delguard.paths in the bin dir widens the rule for it, as it will for the guard."""
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    node.bin.mkdir(parents=True, exist_ok=True)
+    if widening is not None:
+        settings = node.bin / "cni-delguard.paths"
+        settings.write_text(widening + "\n")
+        settings.chmod(0o644)
+    r = run(["install", *node.args("--bundle-dir", str(bundles["v1"]), *keys)])
+    if widening is None:
+        assert r.code != 0 and "outside the allowed places" in r.err
+        assert path.read_text() == MULTUS_CONF
+    else:
+        assert r.code == 0, r.err
+        assert json.loads(path.read_text())["stateDir"] == "/data/dg"

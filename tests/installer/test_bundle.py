@@ -109,15 +109,36 @@ def test_bad_bundles_are_refused_and_leave_nothing(tmp_path, make, why):
     assert os.listdir(bin_dir) == []
 
 
-def test_stale_temp_dirs_of_crashed_runs_are_pruned(tmp_path, bundles):
-    stale = tmp_path / f"{bundle.PREFIX}0123.99999.tmp"
+def test_temp_dirs_of_crashed_runs_are_pruned(tmp_path, bundles):
+    """apply runs under the installer lock: no temp dir can be a live copy, however fresh."""
+    stale = tmp_path / f"{bundle.PREFIX}0123.1-aabbcc.tmp"
     stale.mkdir()
     os.utime(stale, (0, 0))
-    fresh = tmp_path / f"{bundle.PREFIX}4567.99998.tmp"
+    fresh = tmp_path / f"{bundle.PREFIX}4567.1-ddeeff.tmp"
     fresh.mkdir()
     install(bundles["v1"], tmp_path)
     assert not stale.exists()
-    assert fresh.exists()  # may be another installer's copy in progress
+    assert not fresh.exists()
+
+
+def test_an_incomplete_version_dir_is_never_linked(tmp_path, bundles):
+    """What a crashed copy without the rename-when-complete would leave: files missing."""
+    p = bundle.plan(str(bundles["v1"]), str(tmp_path))
+    bundle.apply(p)
+    os.unlink(tmp_path / "cni-delguard")
+    os.unlink(tmp_path / p.version_name / "_internal" / "version")
+    assert "incomplete" in bundle.verify(str(tmp_path / p.version_name), deep=False)
+    install(bundles["v1"], tmp_path)
+    assert bundle.check(str(tmp_path), deep=True) is None
+    assert exec_guard(tmp_path).stdout == "v1"
+
+
+def test_check_sees_a_changed_file_only_when_deep(tmp_path, bundles):
+    p = install(bundles["v1"], tmp_path)
+    (tmp_path / p.version_name / "_internal" / "version").write_text("v9")  # same size
+    assert bundle.check(str(tmp_path)) is None
+    assert "differs from its manifest" in bundle.check(str(tmp_path), deep=True)
+    assert not bundle.plan(str(bundles["v1"]), str(tmp_path)).up_to_date
 
 
 # A runtime: its own process, as containerd is. Exec'd from threads of this process instead, a

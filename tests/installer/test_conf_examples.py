@@ -22,6 +22,7 @@ EXAMPLES = [
     pytest.param("bridge", "10-bridge.conflist", "bridge", id="bridge"),
     pytest.param("kube-ovn-multus", "00-multus.conf", "multus", id="kube-ovn-multus"),
 ]
+FOUND = {"multus": "multus thin (multus)", "multus-shim": "multus thick (multus-shim)"}
 
 
 def test_every_example_is_in_the_table():
@@ -40,11 +41,14 @@ def test_example_passes_the_guards_model(example, name, wrap):
 
 
 @pytest.mark.parametrize(("example", "name", "wrap"), EXAMPLES)
-def test_installer_makes_the_example_from_the_original_and_back(node, example, name, wrap):
+def test_installer_makes_the_example_from_the_original_and_back(node, bundles, example, name, wrap):
+    """multus thin and thick are detected (no --wrap); anything else needs --wrap."""
     original = (DATA / example / name).read_bytes()
     shutil.copy(DATA / example / name, node.net / name)
-    r = run(["install", *node.args("--no-bundle", "--wrap", wrap)])
+    extra = [] if wrap in FOUND else ["--wrap", wrap]
+    r = run(["install", *node.args("--bundle-dir", str(bundles["v1"]), *extra)])
     assert r.code == 0, r.err
+    assert (f"found {FOUND[wrap]} in {name}" if wrap in FOUND else "as --wrap says") in r.err
     assert (node.net / name).read_bytes() == (REPO / "conf" / example / name).read_bytes()
     assert run(["uninstall", *node.args()]).code == 0
     assert (node.net / name).read_bytes() == original

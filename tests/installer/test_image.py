@@ -1,4 +1,5 @@
-"""The container image (Dockerfile, tools/build-image.sh): its entrypoint on a temp node root.
+"""The container image (Dockerfile, tools/build-image.sh): its commands on a temp node root, run
+as the DaemonSet runs them (read-only, few capabilities, the host dirs under /host).
 
 Marked `image` (select with -m image, leave out with -m "not image"): it builds the image with
 buildah from a debootstrap base, a few minutes the first time. Skipped without root, buildah,
@@ -11,9 +12,12 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
+
+from cni_delguard.node import bundle
 
 from .conftest import MULTUS_CONF
 
@@ -49,12 +53,12 @@ def image():
     subprocess.run(["podman", "rmi", "--force", IMAGE], capture_output=True, check=False)
 
 
-def podman_run(image, node, *args, entrypoint=None):
+def podman_run(image, node, *args, entrypoint=None, detach=False):
     """The image run as the DaemonSet runs it: host dirs under /host, read-only, few caps."""
     cmd = [
         "podman",
         "run",
-        "--rm",
+        "--detach" if detach else "--rm",
         "--runtime",
         "runc",
         "--network",
@@ -79,18 +83,19 @@ def podman_run(image, node, *args, entrypoint=None):
     )
 
 
-def test_image_is_small_and_its_entrypoint_is_install(image):
+def test_image_is_small_and_runs_the_watching_installer_by_default(image):
     r = subprocess.run(
         ["podman", "image", "inspect", image], capture_output=True, text=True, check=True
     )
     (info,) = json.loads(r.stdout)
-    assert info["Config"]["Entrypoint"] == [ENTRY, "install"]
+    assert info["Config"]["Entrypoint"] == [ENTRY]
+    assert info["Config"]["Cmd"] == ["install", "--watch", "--root", "/host"]
     assert info["Size"] < MAX_SIZE_MIB << 20
 
 
 def test_entrypoint_installs_on_a_node_root_and_uninstall_restores_it(image, node):
     path = node.write_conf("00-multus.conf", MULTUS_CONF, mode=0o600)
-    r = podman_run(image, node, "--root", "/host")
+    r = podman_run(image, node, "install", "--root", "/host")
     assert r.returncode == 0, r.stderr
     assert json.loads(path.read_text())["type"] == "cni-delguard"
     assert path.stat().st_mode & 0o777 == 0o600
@@ -104,10 +109,10 @@ def test_entrypoint_installs_on_a_node_root_and_uninstall_restores_it(image, nod
     )
     assert v.returncode == 0, v.stderr
     assert "supportedVersions" in v.stdout
-    again = podman_run(image, node, "--root", "/host")
+    again = podman_run(image, node, "install", "--root", "/host")
     assert again.returncode == 0
     assert "unchanged" in again.stderr and "up to date" in again.stderr
-    r = podman_run(image, node, "uninstall", "--root", "/host", entrypoint=ENTRY)
+    r = podman_run(image, node, "uninstall", "--root", "/host")
     assert r.returncode == 0, r.stderr
     assert path.read_text() == MULTUS_CONF
     assert os.listdir(node.bin) == []
@@ -115,12 +120,84 @@ def test_entrypoint_installs_on_a_node_root_and_uninstall_restores_it(image, nod
 
 def test_entrypoint_dry_run_prints_the_diff_and_a_refusal_is_one_line(image, node):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
-    r = podman_run(image, node, "--root", "/host", "--dry-run")
+    r = podman_run(image, node, "install", "--root", "/host", "--dry-run")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("--- a/host/etc/cni/net.d/00-multus.conf\n")
     assert path.read_text() == MULTUS_CONF
     assert os.listdir(node.bin) == []
-    r = podman_run(image, node, "--root", "/host", "--wrap", "calico")
-    assert r.returncode == 1
+    r = podman_run(image, node, "install", "--root", "/host", "--wrap", "calico")
+    assert r.returncode == 3
     assert r.stderr.count("\n") == 1
     assert "not 'calico'" in r.stderr
+
+
+def wait_for(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return predicate()
+
+
+def wrapped(path):
+    try:
+        return json.loads(path.read_text()).get("type") == "cni-delguard"
+    except (OSError, ValueError):
+        return False
+
+
+def podman(*args):
+    return subprocess.run(
+        ["podman", *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_default_command_keeps_the_node_guarded_and_its_probe_follows(image, node):
+    """The DaemonSet's container: the image's default command, its readiness probe by exec."""
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    r = podman_run(image, node, detach=True)
+    assert r.returncode == 0, r.stderr
+    cid = r.stdout.strip()
+    try:
+        probe = ("exec", cid, ENTRY, "ready", "--root", "/host")
+        assert wait_for(lambda: podman(*probe).returncode == 0), podman("logs", cid).stdout
+        tmp = node.net / ".multus.tmp"  # multus restarts and rewrites its conf
+        tmp.write_text(MULTUS_CONF.replace("kube-ovn", "calico"))
+        os.rename(tmp, path)
+        assert wait_for(lambda: wrapped(path)), podman("logs", cid).stdout
+        assert wait_for(lambda: podman(*probe).returncode == 0)
+        assert json.loads(path.read_text())["delegate"]["delegates"][0]["name"] == "calico"
+        r = podman_run(image, node, "uninstall", "--root", "/host")  # while the watcher runs
+        assert r.returncode == 0, r.stderr
+        assert path.read_text() == MULTUS_CONF.replace("kube-ovn", "calico")
+        assert wait_for(lambda: "uninstalled at" in podman("logs", cid).stdout)
+        assert podman(*probe).returncode == 13
+        logs = podman("logs", cid).stdout
+        assert logs.count("wrapped 'multus'") == 2, logs
+    finally:
+        podman("stop", "--time", "10", cid)
+        podman("rm", "--force", cid)
+    assert path.read_text() == MULTUS_CONF.replace("kube-ovn", "calico")
+    assert os.listdir(node.bin) == []
+
+
+def test_two_containers_installing_at_once_leave_one_complete_bundle(image, node):
+    """Two installer containers on one node (a surge, two DaemonSets): both are PID 1."""
+    node.write_conf("00-multus.conf", MULTUS_CONF)
+    ids = []
+    for _ in range(2):
+        r = podman_run(image, node, "install", "--root", "/host", detach=True)
+        assert r.returncode == 0, r.stderr
+        ids.append(r.stdout.strip())
+    try:
+        codes = [podman("wait", cid).stdout.strip() for cid in ids]
+        logs = [podman("logs", cid).stderr for cid in ids]
+    finally:
+        podman("rm", "--force", *ids)
+    assert codes == ["0", "0"], logs
+    versions = [n for n in os.listdir(node.bin) if n.startswith(".cni-delguard-")]
+    assert len(versions) == 1
+    assert not [n for n in os.listdir(node.bin) if n.endswith(".tmp")]
+    assert sum("wrapped 'multus'" in log for log in logs) == 1, logs
+    assert bundle.check(str(node.bin), deep=True) is None

@@ -1,94 +1,177 @@
-"""installer/*.yaml: valid against the Kubernetes schemas (offline), consistent with the CLI."""
+"""installer/: the DaemonSet and its kustomize overlays, valid against the Kubernetes schemas
+(offline) and consistent with the CLI.
+
+The overlays are rendered with `kubectl kustomize` from Debian's kubectl (trixie), which
+tools/install-kubectl.sh unpacks under .cache/ (tools/test.sh runs it; KUBECTL overrides).
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
 import yaml
 
-from cni_delguard.node.cli import build_parser
+from cni_delguard.cli import build_parser
+from cni_delguard.node import errors
 
-INSTALLER = Path(__file__).resolve().parents[2] / "installer"
-MANIFESTS = sorted(INSTALLER.glob("*.yaml"))
+REPO = Path(__file__).resolve().parents[2]
+INSTALLER = REPO / "installer"
+KUSTOMIZE = INSTALLER / "kustomize"
+OVERLAYS = sorted(p.name for p in (KUSTOMIZE / "overlays").iterdir())
+MANIFESTS = sorted(INSTALLER.glob("*.yaml")) + sorted(KUSTOMIZE.rglob("daemonset.yaml"))
 # The oldest Kubernetes still commonly run, and the newest schema the package ships.
 VERSIONS = ["1.28.0", kubernetes_validate.utils.latest_version()]
 HOST_PATHS = {"/opt/cni/bin", "/etc/cni/net.d", "/var/lib/cni", "/var/log/cni-delguard"}
+ENTRY = "/usr/lib/cni-delguard/cni-delguard"
 
 
-def load(path):
+def kubectl() -> str:
+    found = os.environ.get("KUBECTL") or str(REPO / ".cache/kubectl/usr/bin/kubectl")
+    if not os.access(found, os.X_OK):
+        pytest.skip("no Debian kubectl: run tools/install-kubectl.sh (tools/test.sh does)")
+    return found
+
+
+def render(overlay: str) -> dict:
+    r = subprocess.run(
+        [kubectl(), "kustomize", str(KUSTOMIZE / "overlays" / overlay)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    docs = [d for d in yaml.safe_load_all(r.stdout) if d is not None]
+    assert len(docs) == 1
+    return docs[0]
+
+
+def load(path: Path) -> dict:
     docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
     assert len(docs) == 1
     return docs[0]
 
 
-def pod(path):
-    return load(path)["spec"]["template"]["spec"]
+def pod(doc: dict) -> dict:
+    return doc["spec"]["template"]["spec"]
 
 
-def test_both_manifests_are_there():
-    assert [p.name for p in MANIFESTS] == ["daemonset-watch.yaml", "daemonset.yaml"]
+def cli_args(container: dict):
+    """The container's arguments as the image's entrypoint (the binary) parses them."""
+    return build_parser(sys.stdout, sys.stderr).parse_args(container["args"])
+
+
+def test_the_plain_manifest_is_the_base():
+    assert (INSTALLER / "daemonset.yaml").resolve() == KUSTOMIZE / "base" / "daemonset.yaml"
+    assert OVERLAYS == ["selinux", "uninstall", "uninstall-on-delete", "watch"]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: str(p.relative_to(INSTALLER)))
 def test_manifest_is_valid_against_the_kubernetes_schema(path, version):
     kubernetes_validate.validate(load(path), version, strict=True)
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_rendered_overlay_is_valid_against_the_kubernetes_schema(overlay, version):
+    kubernetes_validate.validate(render(overlay), version, strict=True)
+
+
 def test_the_validator_does_reject_a_typo():
     bad = load(INSTALLER / "daemonset.yaml")
-    bad["spec"]["template"]["spec"]["initContainers"][0]["resourcez"] = {}
+    pod(bad)["containers"][0]["resourcez"] = {}
     with pytest.raises(kubernetes_validate.ValidationError, match="resourcez"):
         kubernetes_validate.validate(bad, VERSIONS[-1], strict=True)
 
 
-@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
-def test_runs_on_every_node_without_the_pod_network(path):
-    spec = pod(path)
+def test_the_default_overlay_is_the_plain_manifest():
+    assert render("watch") == load(INSTALLER / "daemonset.yaml")
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_runs_on_every_node_without_the_pod_network_or_the_api(overlay):
+    doc = render(overlay)
+    spec = pod(doc)
     assert spec["hostNetwork"] is True
     assert {"operator": "Exists"} in spec["tolerations"]
     assert spec["priorityClassName"] == "system-node-critical"
+    assert spec["automountServiceAccountToken"] is False  # RBAC-free
+    assert "serviceAccountName" not in spec
+    (c,) = spec["containers"]
+    assert "initContainers" not in spec
+    for kind in ("requests", "limits"):
+        assert set(c["resources"][kind]) == {"cpu", "memory"}
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    assert doc["metadata"]["name"] == "cni-delguard"  # every overlay replaces the same DaemonSet
 
 
-@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
-def test_every_container_has_requests_and_limits(path):
-    spec = pod(path)
-    for c in spec["initContainers"] + spec["containers"]:
-        for kind in ("requests", "limits"):
-            assert set(c["resources"][kind]) == {"cpu", "memory"}, c["name"]
+def test_the_default_watches_and_its_probe_is_the_ready_command():
+    (c,) = pod(load(INSTALLER / "daemonset.yaml"))["containers"]
+    args = cli_args(c)
+    assert (args.command, args.watch, args.root, args.no_bundle) == (
+        "install",
+        True,
+        "/host",
+        False,
+    )
+    assert not args.uninstall_on_stop  # off by default: an upgrade must not unguard the node
+    probe = c["readinessProbe"]["exec"]["command"]
+    assert probe[0] == ENTRY
+    probe_args = build_parser(sys.stdout, sys.stderr).parse_args(probe[1:])
+    assert (probe_args.command, probe_args.root, probe_args.uninstalled) == (
+        "ready",
+        "/host",
+        False,
+    )
 
 
-@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
-def test_init_container_mounts_the_host_dirs_under_its_root(path):
-    spec = pod(path)
+def test_the_uninstall_overlay_uninstalls_holds_and_is_ready_when_the_guard_is_off():
+    (c,) = pod(render("uninstall"))["containers"]
+    args = cli_args(c)
+    assert (args.command, args.hold, args.root) == ("uninstall", True, "/host")
+    probe = build_parser(sys.stdout, sys.stderr).parse_args(
+        c["readinessProbe"]["exec"]["command"][1:]
+    )
+    assert (probe.command, probe.uninstalled) == ("ready", True)
+
+
+def test_the_uninstall_on_delete_overlay_only_adds_the_flag():
+    (c,) = pod(render("uninstall-on-delete"))["containers"]
+    assert cli_args(c).uninstall_on_stop
+    assert c["args"][:-1] == pod(render("watch"))["containers"][0]["args"]
+
+
+def test_the_selinux_overlay_sets_spc_t():
+    (c,) = pod(render("selinux"))["containers"]
+    assert c["securityContext"]["seLinuxOptions"] == {"type": "spc_t"}
+
+
+def test_the_container_mounts_every_host_dir_under_its_root():
+    spec = pod(load(INSTALLER / "daemonset.yaml"))
     volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
     assert set(volumes.values()) == HOST_PATHS
-    (init,) = spec["initContainers"]
-    args = build_parser().parse_args(["install", *init["args"]])
-    assert args.root == "/host"
-    mounts = {m["mountPath"] for m in init["volumeMounts"]}
-    assert mounts == {args.root + volumes[m["name"]] for m in init["volumeMounts"]}
-    assert {args.root + p for p in HOST_PATHS} == mounts
+    (c,) = spec["containers"]
+    root = cli_args(c).root
+    mounts = {m["mountPath"] for m in c["volumeMounts"]}
+    assert mounts == {root + volumes[m["name"]] for m in c["volumeMounts"]}
+    assert {root + p for p in HOST_PATHS} == mounts
 
 
-def test_plain_manifest_ends_in_a_pause_container():
-    (main,) = pod(INSTALLER / "daemonset.yaml")["containers"]
-    assert main["image"].startswith("registry.k8s.io/pause:")
-
-
-def test_watch_manifest_differs_only_in_its_sidecar():
-    plain, watched = load(INSTALLER / "daemonset.yaml"), load(INSTALLER / "daemonset-watch.yaml")
-    (sidecar,) = watched["spec"]["template"]["spec"]["containers"]
-    args = build_parser().parse_args(["install", *sidecar["args"]])
-    assert (args.watch, args.no_bundle, args.root) == (True, True, "/host")
-    for doc in (plain, watched):
-        del doc["spec"]["template"]["spec"]["containers"]
-    assert plain == watched
-
-
-def test_installer_image_is_one_and_the_same_everywhere():
-    images = {c["image"] for path in MANIFESTS for c in pod(path)["initContainers"]}
-    images |= {c["image"] for c in pod(INSTALLER / "daemonset-watch.yaml")["containers"]}
-    assert images == {"localhost/cni-delguard:0.1.0"}
+def test_the_exit_codes_are_all_distinct():
+    classes = [
+        errors.InstallerError,
+        errors.ConfRefusedError,
+        errors.NoConfError,
+        errors.BundleRefusedError,
+        errors.LockTimeoutError,
+        errors.WrapUnknownError,
+    ]
+    codes = [c.code for c in classes]
+    assert len(set(codes)) == len(codes) and 2 not in codes  # 2 is usage

@@ -9,9 +9,10 @@ from cni_delguard.guard import config
 from .conftest import MULTUS_CONF, run
 
 
-def test_observe_is_written_and_enforce_switches_back(node):
+def test_observe_is_written_and_enforce_switches_back(node, bundles):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
-    r = run(["install", *node.args("--no-bundle", "--mode", "observe")])
+    # The first install puts the plugin in: a wrap needs a guard that runs (--no-bundle later).
+    r = run(["install", *node.args("--bundle-dir", str(bundles["v1"]), "--mode", "observe")])
     assert r.code == 0, r.err
     conf = json.loads(path.read_text())
     assert conf["mode"] == "observe"

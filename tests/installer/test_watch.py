@@ -12,18 +12,19 @@ import time
 
 from cni_delguard.node import actions, watch
 
-from .conftest import MULTUS_CONF
+from .conftest import MULTUS_CONF, run
 
 FAST = watch.Limits(interval=0.02, settle=0.02, max_repatches=3, window=60.0, max_backoff=0.5)
 
 
-def options(node):
+def options(node, bundle_dir=None):
     return actions.Options(
         bin_dir=str(node.bin),
         conf_dir=str(node.net),
         conf_file=None,
         wrap="multus",
         state_dir=str(node.state),
+        bundle_dir=bundle_dir,
     )
 
 
@@ -44,11 +45,15 @@ def wait_for(predicate, timeout=5.0):
 
 
 class Watcher:
-    def __init__(self, node, limits=FAST):
+    """watch.run in a thread; the bundle is repaired from `bundle` (a fake one-folder bundle)."""
+
+    def __init__(self, node, bundle, limits=FAST):
         self.log: list[str] = []
         self.stop = threading.Event()
+        opts = options(node, str(bundle))
+        actions.install_bundle(opts, self.log.append)  # what `install --watch` does at start
         self.thread = threading.Thread(
-            target=watch.run, args=(options(node), limits, self.stop, self.log.append)
+            target=watch.run, args=(opts, limits, self.stop, self.log.append)
         )
 
     def __enter__(self):
@@ -64,9 +69,9 @@ class Watcher:
         return sum("wrapped 'multus'" in line for line in self.log)
 
 
-def test_watch_patches_at_start_and_again_after_a_rewrite(node):
+def test_watch_patches_at_start_and_again_after_a_rewrite(node, bundles):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
-    with Watcher(node) as w:
+    with Watcher(node, bundles["v1"]) as w:
         assert wait_for(lambda: wrapped(path))
         path.write_text(MULTUS_CONF.replace("kube-ovn", "calico"))  # multus regenerates it
         assert wait_for(lambda: wrapped(path))
@@ -74,15 +79,15 @@ def test_watch_patches_at_start_and_again_after_a_rewrite(node):
     assert w.patches() == 2
 
 
-def test_watch_waits_for_the_conf_to_appear(node):
-    with Watcher(node) as w:
+def test_watch_waits_for_the_conf_to_appear(node, bundles):
+    with Watcher(node, bundles["v1"]) as w:
         time.sleep(0.1)
         path = node.write_conf("00-multus.conf", MULTUS_CONF)
         assert wait_for(lambda: wrapped(path))
     assert any("no .conf" in line for line in w.log)
 
 
-def test_watch_backs_off_from_a_writer_that_always_undoes_it(node):
+def test_watch_backs_off_from_a_writer_that_always_undoes_it(node, bundles):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     stop_fight = threading.Event()
 
@@ -95,7 +100,7 @@ def test_watch_backs_off_from_a_writer_that_always_undoes_it(node):
             time.sleep(0.01)
 
     fighter = threading.Thread(target=other_writer)
-    with Watcher(node) as w:
+    with Watcher(node, bundles["v1"]) as w:
         fighter.start()
         time.sleep(1.5)
         stop_fight.set()
@@ -104,31 +109,45 @@ def test_watch_backs_off_from_a_writer_that_always_undoes_it(node):
     assert any("backing off" in line for line in w.log)
 
 
-def test_watch_unchanged_conf_is_not_rewritten(node):
+def test_watch_unchanged_conf_is_not_rewritten(node, bundles):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
-    with Watcher(node):
+    with Watcher(node, bundles["v1"]):
         assert wait_for(lambda: wrapped(path))
         st = os.stat(path)
         time.sleep(0.3)
     assert (os.stat(path).st_ino, os.stat(path).st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
 
 
-def test_watch_command_stops_cleanly_on_sigterm(node, bundles):
+def test_watch_command_stops_cleanly_on_sigterm(node, bundles, tmp_path):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     code = "import sys; from cni_delguard.node.cli import main; sys.exit(main(sys.argv[1:]))"
     args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--watch-interval", "0.05")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, "install", *args], stderr=subprocess.PIPE, text=True
-    )
+    log = tmp_path / "watch.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, "install", *args], stdout=out, stderr=subprocess.STDOUT
+        )
     try:
-        assert wait_for(lambda: wrapped(path), timeout=20)
+        assert wait_for(lambda: wrapped(path), timeout=60), log.read_text()
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=10)
+        assert proc.wait(timeout=30) == 0, log.read_text()
     finally:
         proc.kill()
-    assert proc.returncode == 0
-    assert "watch: stopped" in err
+        proc.wait()
+    assert "watch: stopped" in log.read_text()  # the long-running mode logs to stdout
     assert (node.bin / "cni-delguard").exists()
+
+
+def test_signal_stop_wakes_a_waiter_that_waits_without_a_timeout():
+    stop = watch.SignalStop()
+    assert stop.wait(0.01) is False
+    woke: list[bool] = []
+    waiter = threading.Thread(target=lambda: woke.append(stop.wait(None)))
+    waiter.start()
+    stop.set()
+    waiter.join(30)  # a wake-up that did not come would leave it blocked for good
+    assert not waiter.is_alive() and woke == [True]
+    assert stop.wait(None) is True  # stays set
 
 
 def test_budget_caps_repatches_per_window_and_frees_up_as_it_slides():
@@ -149,3 +168,71 @@ def test_budget_caps_repatches_per_window_and_frees_up_as_it_slides():
     assert [budget.wait_needed() for _ in range(4)] == [2, 4, 8, 8]
     budget.relax()
     assert budget.wait_needed() == 1
+
+
+def test_periodic_tasks_run_from_the_loop_and_a_failing_one_stops_nothing(node, bundles):
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    calls: list[str] = []
+
+    def boom() -> None:
+        raise RuntimeError("metrics writer failed")
+
+    tasks = [watch.Periodic(0.01, lambda: calls.append("tick")), watch.Periodic(0.01, boom)]
+    log: list[str] = []
+    stop = threading.Event()
+    opts = options(node, str(bundles["v1"]))
+    t = threading.Thread(
+        target=watch.run, args=(opts, FAST, stop, log.append), kwargs={"tasks": tasks}
+    )
+    t.start()
+    try:
+        assert wait_for(lambda: wrapped(path) and len(calls) >= 3)
+    finally:
+        stop.set()
+        t.join(5)
+    assert any("metrics writer failed" in line for line in log)
+
+
+TOP_LEVEL = (
+    "import sys; from cni_delguard.cli import main; "
+    "sys.exit(main(sys.argv[1:], {}, sys.stdin.buffer, sys.stdout.buffer, sys.stderr))"
+)
+
+
+def test_the_watcher_refreshes_the_metrics_file_from_the_guards_log_and_markers(node, bundles):
+    """cni-delguard install --watch --metrics-file, through the top-level CLI that connects
+    ops.metrics: the file appears under --root, readable by a collector that is not root,
+    parses as Prometheus text, and counts what the planted log and marker hold."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    log = node.root / "var/log/cni-delguard/delguard.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(json.dumps({"ts": "2026-11-26T00:00:00Z", "command": "DEL",
+                               "decision": "skip", "network": "n", "containerID": "c",
+                               "ifname": "eth0"}) + "\n")
+    metrics = node.root / "var/lib/node-exporter/delguard.prom"
+    metrics.parent.mkdir(parents=True)
+    args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--watch-interval", "0.05")
+    args += ["--metrics-file", "/var/lib/node-exporter/delguard.prom", "--metrics-interval", "0.05"]
+    proc = subprocess.Popen([sys.executable, "-c", TOP_LEVEL, "install", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_for(lambda: wrapped(path) and metrics.exists(), timeout=20)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        proc.kill()
+    assert metrics.stat().st_mode & 0o777 == 0o644
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(metrics.read_text()) for s in f.samples}
+    key = ("cni_delguard_decisions_total", (("command", "DEL"), ("decision", "skip")))
+    assert samples[key] == 1
+
+
+def test_metrics_file_without_a_connected_writer_is_a_usage_error(node, bundles):
+    node.write_conf("00-multus.conf", MULTUS_CONF)
+    args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--metrics-file", "/m")
+    r = run(["install", *args])
+    assert r.code == 2
+    assert "no metrics writer connected" in r.err

@@ -1,0 +1,59 @@
+"""`cni-delguard ready`: the readiness probe of the long-running installer.
+
+Ready (exit 0) only while the node is guarded: no uninstall is in force, the conf the runtime
+uses names the guard, the bin dir's cni-delguard is a complete version (its manifest, by kind and
+size) and it answers CNI VERSION. Anything else is one line on stdout (the kubelet keeps it in the
+pod's events) and its own exit code, so a probe failure says what is missing:
+
+| code | meaning |
+| --- | --- |
+| 0 | guarded (or, with `--uninstalled`, the guard is off the node) |
+| 10 | the conf the runtime uses is missing or does not name the guard |
+| 11 | the plugin is missing or incomplete in the bin dir |
+| 12 | the plugin is there but does not answer VERSION |
+| 13 | an uninstall is in force (or, with `--uninstalled`, not yet complete) |
+"""
+
+from __future__ import annotations
+
+import os
+
+from cni_delguard.node import actions, bundle, confdir, patch, record
+from cni_delguard.node.errors import InstallerError
+
+
+def guarded(opts: actions.Options) -> tuple[int, str]:
+    if stamp := record.uninstalled(opts.state_dir):
+        return 13, f"not ready: uninstalled at {stamp}"
+    try:
+        path = confdir.pick(opts.conf_dir, opts.conf_file)
+        conf = confdir.parse(path, confdir.read(path).data)
+    except InstallerError as exc:
+        return 10, f"not ready: {exc}"
+    if not patch.guard_plugins(conf, confdir.is_list(path)):
+        return 10, f"not ready: {path} (the conf the runtime uses) does not name {patch.GUARD}"
+    if problem := bundle.check(opts.bin_dir):
+        return 11, f"not ready: {problem}"
+    if problem := bundle.runs(opts.bin_dir):
+        return 12, f"not ready: {problem}"
+    return 0, f"ready: {path} is wrapped and {opts.bin_dir}/{bundle.LINK_NAME} runs"
+
+
+def uninstalled(opts: actions.Options) -> tuple[int, str]:
+    if not record.uninstalled(opts.state_dir):
+        return 13, "not ready: no uninstall has run"
+    try:
+        names = confdir.conf_files(opts.conf_dir)
+    except InstallerError:
+        names = []
+    for name in names:
+        path = os.path.join(opts.conf_dir, name)
+        try:
+            conf = confdir.parse(path, confdir.read(path).data)
+        except InstallerError:
+            continue
+        if patch.guard_plugins(conf, confdir.is_list(path)):
+            return 10, f"not ready: {path} still names {patch.GUARD}"
+    if bundle.current_target(opts.bin_dir) is not None:
+        return 11, f"not ready: {opts.bin_dir}/{bundle.LINK_NAME} is still there"
+    return 0, "ready: the guard is off this node"
