@@ -159,12 +159,18 @@ def signature(bin_dir: str) -> tuple[object, ...]:
 
 def runs(bin_dir: str) -> str | None:
     """None if the bin dir's cni-delguard answers CNI VERSION, else why not."""
+    versions, why = answers_version(_j(bin_dir, LINK_NAME))
+    return why if versions is None else None
+
+
+def answers_version(path: str) -> tuple[list[object] | None, str]:
+    """(the CNI versions `path` reports, "") when it answers VERSION; (None, why) otherwise.
+    The one way the installer and `doctor` ask a plugin whether it runs."""
     import subprocess
 
-    link = _j(bin_dir, LINK_NAME)
     try:
         r = subprocess.run(
-            [link],
+            [path],
             env={"CNI_COMMAND": "VERSION"},
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -172,14 +178,14 @@ def runs(bin_dir: str) -> str | None:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"{link} does not run: {exc}"
+        return None, f"{path} does not run: {exc}"
     try:
         versions = json.loads(r.stdout).get("supportedVersions")
     except (ValueError, AttributeError):
         versions = None
     if r.returncode != 0 or not isinstance(versions, list):
-        return f"{link} does not answer VERSION (exit {r.returncode})"
-    return None
+        return None, f"{path} does not answer VERSION (exit {r.returncode})"
+    return versions, ""
 
 
 def usable(bin_dir: str) -> str | None:

@@ -27,6 +27,7 @@ from typing import Any, TextIO
 
 from cni_delguard.guard import defaults
 from cni_delguard.node import actions, confdir, follow, hostlock, ready, record, watch
+from cni_delguard.node import options as where
 from cni_delguard.node.errors import InstallerError, NoConfError
 from cni_delguard.tooling import Parser, UsageError
 
@@ -72,8 +73,7 @@ def register(sub: Any, metrics_writer: MetricsWriter | None = None) -> None:
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bin-dir", default="/opt/cni/bin", help="CNI bin dir (%(default)s)")
-    p.add_argument("--conf-dir", default="/etc/cni/net.d", help="CNI conf dir (%(default)s)")
+    where.add(p, "bin_dir", "conf_dir")
     p.add_argument(
         "--conf-file",
         metavar="NAME",
@@ -85,17 +85,15 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         metavar="TYPE",
         help="plugin type to wrap (default: detect multus thin or thick in the conf)",
     )
-    p.add_argument(
-        "--state-dir",
-        metavar="DIR",
-        help="the guard's stateDir; the installer keeps originals, its lock and the uninstall "
-        f"record in DIR/installer (default {defaults.STATE_DIR})",
-    )
-    p.add_argument(
-        "--root",
-        metavar="DIR",
-        default="/",
-        help="where the node's / is mounted; the dirs above are taken under it (%(default)s)",
+    kept = "the installer keeps originals, its lock and the uninstall record in DIR/installer"
+    where.add(
+        p,
+        "state_dir",
+        "root",
+        state_dir={
+            "default": None,
+            "help": f"the guard's stateDir; {kept} ({defaults.STATE_DIR})",
+        },
     )
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     p.add_argument(

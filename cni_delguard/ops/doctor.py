@@ -14,7 +14,6 @@ import functools
 import json
 import os
 import stat
-import subprocess
 import time
 from dataclasses import dataclass, field
 
@@ -22,6 +21,7 @@ from cni_delguard import PLUGIN_TYPE
 from cni_delguard.cni import errors
 from cni_delguard.cni.skel import valid_name
 from cni_delguard.guard import defaults, evidence
+from cni_delguard.node import bundle, options
 from cni_delguard.ops import scan, stats, stuck
 from cni_delguard.ops.logread import LogError, LogReader
 from cni_delguard.ops.text import age, clean
@@ -226,23 +226,9 @@ def _runs(path: str) -> Finding:
             f"{path} is missing or not executable: run `cni-delguard install`",
             path,
         )
-    try:
-        out = subprocess.run(
-            [path],
-            env={"CNI_COMMAND": "VERSION"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Finding("plugins", PROBLEM, f"{path} does not run: {exc}", path)
-    try:
-        versions = json.loads(out.stdout).get("supportedVersions")
-    except (ValueError, AttributeError):
-        versions = None
-    if out.returncode != 0 or not isinstance(versions, list):
-        return Finding("plugins", PROBLEM, f"{path} VERSION failed (exit {out.returncode})", path)
+    versions, why = bundle.answers_version(path)
+    if versions is None:
+        return Finding("plugins", PROBLEM, why, path)
     return Finding("plugins", OK, f"{path} runs (CNI versions {', '.join(map(str, versions))})")
 
 
@@ -536,10 +522,7 @@ def register(sub: Any) -> None:
         description="What is wrong on this node (conf, plugin, state dir, markers, locks, "
         "caches, the log) and what the guard will do about it. Exit 0: healthy; 1: problems.",
     )
-    parser.add_argument("--root", default="/", metavar="DIR", help="the node's / (%(default)s)")
-    parser.add_argument("--conf-dir", default="/etc/cni/net.d", metavar="DIR")
-    parser.add_argument("--bin-dir", default="/opt/cni/bin", metavar="DIR")
-    parser.add_argument("--json", action="store_true", help="print the findings as JSON")
+    options.add(parser, "root", "conf_dir", "bin_dir", "json")
     parser.add_argument(
         "--repair",
         action="store_true",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from cni_delguard.cni import errors
-from cni_delguard.guard import defaults
+from cni_delguard.node import options
 from cni_delguard.ops import scan
 from cni_delguard.ops.text import age, clean
 
@@ -26,10 +26,7 @@ def register(sub: Any) -> None:
         description="The guard's markers: one per attachment whose ADD it has seen and whose "
         "DEL has not yet succeeded.",
     )
-    parser.add_argument(
-        "--state-dir", default=defaults.STATE_DIR, metavar="DIR", help="(%(default)s)"
-    )
-    parser.add_argument("--json", action="store_true", help="print the markers as JSON")
+    options.add(parser, "state_dir", "json")
     parser.set_defaults(run=run)
 
 

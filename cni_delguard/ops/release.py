@@ -17,7 +17,7 @@ import os
 import time
 
 from cni_delguard.cni import errors, skel
-from cni_delguard.guard import defaults
+from cni_delguard.node import options
 from cni_delguard.state import fsutil, store
 from cni_delguard.state.locking import AttachmentLock
 
@@ -167,19 +167,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--network", type=_network, metavar="NET", help="only this network")
     parser.add_argument("--reason", type=_reason, default=DEFAULT_REASON, metavar="TEXT")
     parser.add_argument("--dry-run", action="store_true", help="show what would be released")
-    parser.add_argument(
-        "--root",
-        default="/",
-        metavar="DIR",
-        help="where the node's / is mounted; --state-dir is taken under it (%(default)s)",
-    )
-    parser.add_argument(
-        "--state-dir",
-        type=_absolute,
-        default=defaults.STATE_DIR,
-        metavar="DIR",
-        help="the guard's stateDir (%(default)s)",
-    )
+    options.add(parser, "root", "state_dir", state_dir={"type": _absolute})
     parser.set_defaults(run=run)
 
 

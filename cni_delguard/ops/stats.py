@@ -17,6 +17,7 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from cni_delguard.guard import defaults
+from cni_delguard.node import options
 from cni_delguard.ops.logread import LogError, LogReader
 from cni_delguard.ops.text import clean
 
@@ -164,15 +165,13 @@ def register(sub: Any) -> None:
         "error, observe mode's would-have counts, and the last attachments whose DELs the guard "
         "answered without the delegate's success, from the JSON-lines decision log.",
     )
-    parser.add_argument(
-        "--log-file", default=defaults.LOG_FILE, metavar="FILE", help="the log (%(default)s)"
-    )
+    options.add(parser, "log_file")
     parser.add_argument(
         "--last", type=int, default=10, metavar="N", help="how many entries to list (10)"
     )
     parser.add_argument("--since", type=parse_since, metavar="WHEN", help="30m, 2h, 7d or a time")
     parser.add_argument("--network", metavar="NAME", help="only this network's decisions")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    options.add(parser, "json")
     parser.add_argument(
         "--prometheus",
         metavar="FILE",
