@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from cni_delguard.node import fsops, record
+from cni_delguard.node import record
 from cni_delguard.node.errors import LockTimeoutError
 
 LOCK_NAME = "lock"
@@ -25,8 +25,7 @@ DEFAULT_TIMEOUT = 120.0  # a copy of the frozen bundle takes well under a second
 
 @contextmanager
 def held(state_dir: str, timeout: float = DEFAULT_TIMEOUT) -> Iterator[None]:
-    path = os.path.join(state_dir, record.SUBDIR)
-    fsops.makedirs_private(path)
+    path = record.installer_dir(state_dir)
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(os.path.join(path, LOCK_NAME), flags, 0o600)
     try:

@@ -39,10 +39,19 @@ def _base(state_dir: str, conf_path: str) -> str:
     return os.path.join(state_dir, SUBDIR, key)
 
 
+def installer_dir(state_dir: str) -> str:
+    """<stateDir>/installer, made if missing: both 0700 (the state dir is the guard's, which
+    refuses one others can write; it is made here first, before the installer's subdir, so it
+    never gets a parent's 0755) and checked like the guard checks it."""
+    fsops.makedirs_private(state_dir)
+    path = os.path.join(state_dir, SUBDIR)
+    fsops.makedirs_private(path)
+    return path
+
+
 def save(state_dir: str, rec: Record, original: bytes) -> None:
     # The state dir is the guard's as well: 0700 as the guard makes it, whatever the umask.
-    fsops.makedirs_private(state_dir)
-    fsops.makedirs_private(os.path.join(state_dir, SUBDIR))
+    installer_dir(state_dir)
     base = _base(state_dir, rec.path)
     fsutil.write_file(base + ".orig", original, 0o600)
     fsutil.write_file(base + ".json", json.dumps(asdict(rec), indent=1).encode(), 0o600)
@@ -75,7 +84,7 @@ UNINSTALLED = "uninstalled"
 
 
 def mark_uninstalled(state_dir: str) -> None:
-    fsops.makedirs_private(os.path.join(state_dir, SUBDIR))
+    installer_dir(state_dir)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     fsutil.write_file(os.path.join(state_dir, SUBDIR, UNINSTALLED), f"{stamp}\n".encode(), 0o600)
 

@@ -220,10 +220,12 @@ def test_installer_under_umask_000_makes_a_state_dir_the_guard_accepts(bench: Be
     conf_dir = root / "etc" / "cni" / "net.d"
     conf_dir.mkdir(parents=True)
     (conf_dir / "00-multus.conf").write_text(MULTUS_CONF)
+    (root / "opt" / "cni" / "bin").mkdir(parents=True)
     old = os.umask(0)
     try:
-        res = subprocess.run([str(bench.bin_dir / "cni-delguard"), "install", "--root", str(root),
-                              "--no-bundle"], capture_output=True, timeout=120, check=False,
+        # The frozen binary installs its own bundle (a wrap needs a plugin there that runs).
+        res = subprocess.run([str(bench.bin_dir / "cni-delguard"), "install", "--root", str(root)],
+                             capture_output=True, timeout=120, check=False,
                              env={"PATH": os.environ["PATH"]})
     finally:
         os.umask(old)

@@ -82,6 +82,10 @@ class Cnitool:
     def argv(self, command: str, network: str, netns_path: Path) -> list[str]:
         inner = self.outer.exec_argv([str(self.binary), command, network, str(netns_path)])
         bind = f"{self.cache_dir}:{LIBCNI_CACHE_DIR}"
+        # A config the guard cannot parse sends its log line to the default logFile under
+        # /var/log: that goes to the test's own dir too, never to the host's log.
+        var_log = self.cache_dir.parent / f"{self.cache_dir.name}-var-log"
+        var_log.mkdir(exist_ok=True)
         return [
             "unshare",
             "--mount",
@@ -92,6 +96,7 @@ class Cnitool:
             "-I",
             str(NSRUN),
             bind,
+            f"{var_log}:/var/log",
             "--",
             *inner,
         ]

@@ -19,8 +19,9 @@ from tests.support.fakes import install_fake
 from tests.support.guard import install_guard
 from tests.support.nodestate import libcni_result, log_lines, marker
 
-NOW = time.time()
-OLD = NOW - 3600  # older than the ADD timeout (180 s) and doctor.SETTLE_SECONDS
+# Times of planted files are taken when a test runs, never at import: a suite collects this
+# module minutes before it runs it, and "10 s ago" would have become an ADD that died.
+OLD = time.time() - 3600  # older than the ADD timeout (180 s) and doctor.SETTLE_SECONDS
 
 
 class FakeNode:
@@ -80,10 +81,10 @@ def node(tmp_path: Path) -> FakeNode:
 
 
 def test_a_healthy_node_reports_healthy(node):
-    marker(node.state, "multus-cni-network", "c1", "completed", NOW - 60)
+    marker(node.state, "multus-cni-network", "c1", "completed", time.time() - 60)
     libcni_result(node.results, "multus-cni-network", "c1")
     (node.multus / "c1").write_text("{}")
-    marker(node.state, "multus-cni-network", "c2", "attempted", NOW - 10)  # an ADD running now
+    marker(node.state, "multus-cni-network", "c2", "attempted", time.time() - 10)  # running now
     log_lines(node.log, [{"command": "DEL", "decision": "skip"}])
     code, report = node.doctor()
     assert (code, report["healthy"], problems(report)) == (0, True, [])
@@ -103,7 +104,7 @@ def test_every_problem_is_found_and_repair_fixes_only_the_safe_ones(node):
     orphan.touch()
     held = node.state / "networks" / net / "busy:eth0.lock"
     held.touch()
-    completed = marker(node.state, net, "live", "completed", NOW - 60)
+    completed = marker(node.state, net, "live", "completed", time.time() - 60)
     valid = libcni_result(node.results, net, "live")
     (node.multus / "live").write_text("{}")
     multus_only = node.multus / "failedadd"
@@ -180,7 +181,7 @@ def test_a_wrapped_conflist_with_its_own_dirs(tmp_path):
     (node.conf_dir / "05-net.conflist").write_text(json.dumps(
         {"cniVersion": "1.0.0", "name": "net", "plugins": [guard, {"type": "portmap"}]}))
     (node.root / "srv/dg-state").mkdir(parents=True, mode=0o700)
-    marker(node.root / "srv/dg-state", "net", "c1", "attempted", NOW - 60)  # > 30 s
+    marker(node.root / "srv/dg-state", "net", "c1", "attempted", time.time() - 60)  # > 30 s
     (node.root / "srv/multus").mkdir()
     (node.root / "srv/multus/c2").write_text("{}")
     (node.root / "srv/libcni").mkdir()
@@ -246,7 +247,7 @@ def test_a_strict_del_failing_for_long_is_listed_with_the_release_command_that_f
     error = {"code": 999, "msg": "server_socket is required in cni.conf"}
     failing = {"command": "DEL", "decision": "forward-strict", "network": net,
                "containerID": "stuck1", "ifname": "eth0", "pod": "ns1/db-0", "error": error}
-    stamps = [time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) for t in (OLD, NOW - 60)]
+    stamps = [time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) for t in (OLD, time.time() - 60)]
     log_lines(node.log, [{**failing, "ts": ts} for ts in stamps])
     code, report = node.doctor()
     [found] = [f for f in report["findings"] if f["check"] == "stuck"]
@@ -263,8 +264,8 @@ def test_a_strict_del_failing_for_long_is_listed_with_the_release_command_that_f
 
 def test_a_strict_del_that_failed_once_recently_is_not_stuck(node):
     net = "multus-cni-network"
-    marker(node.state, net, "blip", "completed", NOW - 60)
-    ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - 30))
+    marker(node.state, net, "blip", "completed", time.time() - 60)
+    ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 30))
     log_lines(node.log, [{"ts": ts, "command": "DEL", "decision": "forward-strict",
                           "network": net, "containerID": "blip", "ifname": "eth0",
                           "error": {"code": 11, "msg": "timed out"}}])

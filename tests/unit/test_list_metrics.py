@@ -17,15 +17,15 @@ from cni_delguard import cli
 from cni_delguard.ops import metrics
 from tests.support.nodestate import log_lines, marker
 
-NOW = time.time()
+# Ages are planted when a test runs, never at import (collection comes minutes earlier).
 POD = {"namespace": "ns1", "name": "web-0", "uid": "5b1c-uid"}
 
 
 def _plant(state):
-    marker(state, "net1", "c1", "attempted", NOW - 7200, pod=POD)
-    marker(state, "net1", "c2", "completed", NOW - 60)
-    marker(state, "net2", "c3", "attempted", NOW - 30, ifname="net1")
-    marker(state, "net2", "c4", "deleting", NOW - 5)
+    marker(state, "net1", "c1", "attempted", time.time() - 7200, pod=POD)
+    marker(state, "net1", "c2", "completed", time.time() - 60)
+    marker(state, "net2", "c3", "attempted", time.time() - 30, ifname="net1")
+    marker(state, "net2", "c4", "deleting", time.time() - 5)
     (state / "networks" / "net2" / "c5:eth0.json").write_bytes(b"\x00torn")
 
 
