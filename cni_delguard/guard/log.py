@@ -163,17 +163,16 @@ def _foreign(path: str) -> bool:
     """True when `path` exists and is not a log file of the guard's own."""
     try:
         fd = os.open(path, _OPEN)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
+    except OSError as exc:
+        return not isinstance(exc, FileNotFoundError)  # a FIFO, a symlink ...: not ours
     try:
         _check(fd, path)
     except OSError:
         return True
+    else:
+        return False
     finally:
         os.close(fd)
-    return False
 
 
 def _complain(text: str) -> None:

@@ -4,6 +4,7 @@ defined once (name, default, help), so `install`, `doctor`, `list`, `release` an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cni_delguard.guard import defaults
@@ -50,3 +51,10 @@ def add(parser: Any, *names: str, **changes: dict[str, Any]) -> None:
     for name in names:
         flag, settings = _OPTIONS[name]
         parser.add_argument(flag, **{**settings, **changes.get(name, {})})
+
+
+def command(sub: Any, name: str, run: Callable[..., int], summary: str, description: str) -> Any:
+    """A subcommand: `summary` in the top-level help, `description` in its own `--help`."""
+    parser = sub.add_parser(name, help=summary, description=description)
+    parser.set_defaults(run=run)
+    return parser

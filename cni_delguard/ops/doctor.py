@@ -514,14 +514,17 @@ def _left(f: Finding) -> bool:
     return f.severity == PROBLEM and not (f.repaired or "").startswith(("removed", "moved"))
 
 
+SUMMARY = "check this node and say what the guard will do"
+DESCRIPTION = (
+    "What is wrong on this node (conf, plugin, state dir, markers, locks, "
+    "caches, the log) and what the guard will do about it. Exit 0: healthy; 1: problems. "
+    "--repair fixes only what is safe to fix and says what it did."
+)
+
+
 def register(sub: Any) -> None:
     """Add `doctor` to cni_delguard.cli's subcommands."""
-    parser = sub.add_parser(
-        "doctor",
-        help="check this node and say what the guard will do",
-        description="What is wrong on this node (conf, plugin, state dir, markers, locks, "
-        "caches, the log) and what the guard will do about it. Exit 0: healthy; 1: problems.",
-    )
+    parser = options.command(sub, "doctor", run, SUMMARY, DESCRIPTION)
     options.add(parser, "root", "conf_dir", "bin_dir", "json")
     parser.add_argument(
         "--repair",
@@ -529,7 +532,6 @@ def register(sub: Any) -> None:
         help="fix what is safe: remove orphaned lock files, move invalid libcni caches to "
         "<stateDir>/quarantine (never deleted)",
     )
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

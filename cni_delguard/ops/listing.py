@@ -18,16 +18,17 @@ if TYPE_CHECKING:
 COLUMNS = ("NETWORK", "CONTAINER", "IFNAME", "STATE", "AGE", "POD")
 
 
+SUMMARY = "list the guard's markers on this node"
+DESCRIPTION = (
+    "The guard's markers: one per attachment whose ADD it has seen and whose "
+    "DEL has not yet succeeded."
+)
+
+
 def register(sub: Any) -> None:
     """Add `list` to cni_delguard.cli's subcommands."""
-    parser = sub.add_parser(
-        "list",
-        help="list the guard's markers on this node",
-        description="The guard's markers: one per attachment whose ADD it has seen and whose "
-        "DEL has not yet succeeded.",
-    )
+    parser = options.command(sub, "list", run, SUMMARY, DESCRIPTION)
     options.add(parser, "state_dir", "json")
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

@@ -150,16 +150,18 @@ def release(state_dir: str, match: Match, reason: str) -> bool:
     return True
 
 
+SUMMARY = "let a stuck attachment's next DEL succeed although its delegate fails"
+DESCRIPTION = (
+    "Record, for the matching attachments only, that the next DEL may succeed "
+    "even if the delegate's DEL fails. The DEL is still forwarded; a failure is logged as "
+    "'released' with REASON and the delegate's error. What the delegate fails to delete "
+    "leaks (IP addresses, interfaces, its own state): see README 'Already stuck?'."
+)
+
+
 def register(sub: Any) -> None:
     """Add `release` to cni_delguard.cli's subcommands."""
-    parser = sub.add_parser(
-        "release",
-        help="let a stuck attachment's next DEL succeed although its delegate fails",
-        description="Record, for the matching attachments only, that the next DEL may succeed "
-        "even if the delegate's DEL fails. The DEL is still forwarded; a failure is logged as "
-        "'released' with REASON and the delegate's error. What the delegate fails to delete "
-        "leaks (IP addresses, interfaces, its own state): see README 'Already stuck?'.",
-    )
+    parser = options.command(sub, "release", run, SUMMARY, DESCRIPTION)
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--container", type=_container, metavar="ID", help="a container ID")
     which.add_argument("--pod", type=_pod, metavar="NS/NAME", help="every attachment of a pod")
@@ -168,7 +170,6 @@ def register(sub: Any) -> None:
     parser.add_argument("--reason", type=_reason, default=DEFAULT_REASON, metavar="TEXT")
     parser.add_argument("--dry-run", action="store_true", help="show what would be released")
     options.add(parser, "root", "state_dir", state_dir={"type": _absolute})
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -156,15 +156,17 @@ def parse_since(value: str, now: float | None = None) -> str:
     )
 
 
+SUMMARY = "summarize the decision log"
+DESCRIPTION = (
+    "Counts per command and decision, the deadlock breaks with the delegate's "
+    "error, observe mode's would-have counts, and the last attachments whose DELs the guard "
+    "answered without the delegate's success, from the JSON-lines decision log."
+)
+
+
 def register(sub: Any) -> None:
     """Add `stats` to cni_delguard.cli's subcommands."""
-    parser = sub.add_parser(
-        "stats",
-        help="summarize the decision log",
-        description="Counts per command and decision, the deadlock breaks with the delegate's "
-        "error, observe mode's would-have counts, and the last attachments whose DELs the guard "
-        "answered without the delegate's success, from the JSON-lines decision log.",
-    )
+    parser = options.command(sub, "stats", run, SUMMARY, DESCRIPTION)
     options.add(parser, "log_file")
     parser.add_argument(
         "--last", type=int, default=10, metavar="N", help="how many entries to list (10)"
@@ -183,7 +185,6 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="the guard's stateDir, for the markers in --prometheus (%(default)s)",
     )
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
