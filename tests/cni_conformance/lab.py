@@ -142,7 +142,7 @@ class Lab:
 
     @property
     def execer(self) -> PluginExec:
-        return PluginExec(self.bin_dir, self.outer)
+        return PluginExec(self.bin_dir, self.outer, var_log=self.cache_dir.parent / "exec-var-log")
 
     # -- configs -------------------------------------------------------------------------------
     def unique(self, prefix: str) -> str:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support.cnitool import Outcome, base_env, container_id
+from tests.support.cnitool import NSRUN, Outcome, base_env, container_id
 from tests.support.netns import Netns
 
 
@@ -25,6 +26,9 @@ from tests.support.netns import Netns
 class PluginExec:
     bin_dir: Path
     outer: Netns | None = None
+    # When set, the plugin runs in a private mount namespace whose /var/log is this dir: a guard
+    # given a config it cannot read logs to its default logFile, which must not be the host's.
+    var_log: Path | None = None
 
     def env(self, command: str, cid: str = "", netns: str = "", ifname: str = "") -> dict[str, str]:
         env = base_env() | {"CNI_COMMAND": command, "CNI_PATH": str(self.bin_dir)}
@@ -35,7 +39,12 @@ class PluginExec:
 
     def argv(self, plugin_type: str) -> list[str]:
         path = [str(self.bin_dir / plugin_type)]
-        return self.outer.exec_argv(path) if self.outer else path
+        argv = self.outer.exec_argv(path) if self.outer else path
+        if self.var_log is None:
+            return argv
+        self.var_log.mkdir(exist_ok=True)
+        private = ["unshare", "--mount", "--propagation", "private", "--", sys.executable, "-I"]
+        return [*private, str(NSRUN), f"{self.var_log}:/var/log", "--", *argv]
 
     def run(
         self,
