@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from cni_delguard.cni import errors
 from cni_delguard.commands.context import decision_fields, gather, load
-from cni_delguard.guard import config, decide, evidence, inject
+from cni_delguard.guard import config, decide, evidence
 from cni_delguard.guard.defaults import OBSERVE
 from cni_delguard.guard.log import Logger
 from cni_delguard.state import marker, store
@@ -250,6 +250,7 @@ def _call_delegate(
 ) -> bytes:
     """The delegate's DEL: its stdout on success, its error (a missing delegate's included)
     on failure. What a failure means is the caller's to decide."""
+    from cni_delguard.guard import inject
     from cni_delguard.invoke import delegate
 
     fields["delegateExit"] = None
