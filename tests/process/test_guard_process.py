@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -34,26 +33,7 @@ def bin_dir(request, tmp_path, monkeypatch) -> Path:
     return d
 
 
-def run(bin_dir, command, conf, cid="c1", ifname="eth0", netns_path="/proc/self/ns/net", prefix=()):
-    env = {
-        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
-        "CNI_COMMAND": command,
-        "CNI_CONTAINERID": cid,
-        "CNI_IFNAME": ifname,
-        "CNI_NETNS": netns_path,
-        "CNI_PATH": str(bin_dir),
-    }
-    data = conf if isinstance(conf, bytes) else json.dumps(conf).encode()
-    proc = subprocess.run(
-        [*prefix, str(bin_dir / "cni-delguard")],
-        input=data,
-        env=env,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    assert b"Traceback" not in proc.stderr, proc.stderr.decode()
-    return proc.returncode, (json.loads(proc.stdout) if proc.stdout else None)
+run = guard.exec_cni
 
 
 def guard_files(tmp_path):

@@ -56,28 +56,14 @@ def conf(node: Path, network: str = "net1", **delegate: object) -> dict[str, obj
 
 def cni(node, command, pod="web", cid="c1", ifname="eth0", network="net1", args=None, **knobs):
     ns, name, uid = PODS[pod]
-    env = {
-        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
-        "CNI_COMMAND": command,
-        "CNI_CONTAINERID": cid,
-        "CNI_IFNAME": ifname,
-        "CNI_NETNS": "/proc/self/ns/net",
-        "CNI_PATH": str(node / "bin"),
-        "CNI_ARGS": args
-        if args is not None
-        else f"IgnoreUnknown=1;K8S_POD_NAMESPACE={ns};K8S_POD_NAME={name};"
-        f"K8S_POD_INFRA_CONTAINER_ID={cid};K8S_POD_UID={uid}",
-    }
-    proc = subprocess.run(
-        [str(node / "bin" / "cni-delguard")],
-        input=json.dumps(conf(node, network, **knobs)).encode(),
-        env=env,
-        capture_output=True,
-        timeout=60,
-        check=False,
+    if args is None:
+        args = (
+            f"IgnoreUnknown=1;K8S_POD_NAMESPACE={ns};K8S_POD_NAME={name};"
+            f"K8S_POD_INFRA_CONTAINER_ID={cid};K8S_POD_UID={uid}"
+        )
+    return guard.exec_cni(
+        node / "bin", command, conf(node, network, **knobs), cid, ifname, cni_args=args
     )
-    assert b"Traceback" not in proc.stderr, proc.stderr.decode()
-    return proc.returncode, (json.loads(proc.stdout) if proc.stdout else None)
 
 
 def release(node: Path, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -109,15 +109,24 @@ def test_hostile_log_file_is_left_alone(bench: Bench, kind: str, command: str) -
         assert bench.run("DEL", bench.conf(), timeout=30).rc == 0
 
 
-def test_own_big_log_is_rotated(bench: Bench) -> None:
-    """The guard's own log past 10 MiB is still rotated (one generation), replacing its own .1."""
-    first = b'{"ts": "2026-01-01T00:00:00Z", "level": "info"}\n'
+FIRST_RECORD = b'{"ts": "2026-01-01T00:00:00Z", "level": "info"}\n'
+
+
+def _big_own_log(bench: Bench, dot_one: bytes) -> Path:
+    """A log of the guard's own past the 10 MiB rotation size, and `<log>.1` holding `dot_one`;
+    returns the path of `.1`."""
     with bench.log_file.open("wb") as f:
-        f.write(first)
+        f.write(FIRST_RECORD)
         f.truncate(11 * MIB)
     bench.log_file.chmod(0o600)
     old = bench.log_file.with_name(bench.log_file.name + ".1")
-    old.write_bytes(first)
+    old.write_bytes(dot_one)
+    return old
+
+
+def test_own_big_log_is_rotated(bench: Bench) -> None:
+    """The guard's own log past 10 MiB is still rotated (one generation), replacing its own .1."""
+    old = _big_own_log(bench, dot_one=FIRST_RECORD)
     old.chmod(0o600)
     run = bench.run("DEL", bench.conf())
     assert (run.rc, run.stderr) == (0, b""), run.describe()
@@ -126,13 +135,7 @@ def test_own_big_log_is_rotated(bench: Bench) -> None:
 
 
 def test_foreign_dot_one_is_not_replaced_by_a_rotation(bench: Bench) -> None:
-    first = b'{"ts": "2026-01-01T00:00:00Z", "level": "info"}\n'
-    with bench.log_file.open("wb") as f:
-        f.write(first)
-        f.truncate(11 * MIB)
-    bench.log_file.chmod(0o600)
-    old = bench.log_file.with_name(bench.log_file.name + ".1")
-    old.write_bytes(b"not a log of the guard\n")
+    old = _big_own_log(bench, dot_one=b"not a log of the guard\n")
     run = bench.run("DEL", bench.conf())
     assert run.rc == 0, run.describe()
     assert old.read_bytes() == b"not a log of the guard\n"

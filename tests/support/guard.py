@@ -10,9 +10,12 @@ DELGUARD_BIN=/path/to/cni-delguard points at another frozen build.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 FROZEN = REPO / "dist" / "cni-delguard" / "cni-delguard"
@@ -73,3 +76,39 @@ def guard_argv() -> list[str]:
         return [str(frozen_binary())]
     return [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
             "from cni_delguard.cli import run; run()"]
+
+
+def exec_cni(
+    bin_dir: Path,
+    command: str,
+    conf: bytes | dict[str, Any],
+    cid: str = "c1",
+    ifname: str = "eth0",
+    netns_path: str = "/proc/self/ns/net",
+    prefix: tuple[str, ...] = (),
+    cni_args: str | None = None,
+) -> tuple[int, Any]:
+    """Exec bin_dir/cni-delguard as a runtime would (a small fixed environment, the CNI_*
+    variables, the config on stdin): (exit code, stdout parsed as JSON or None). Never a
+    traceback on stderr."""
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+        "CNI_COMMAND": command,
+        "CNI_CONTAINERID": cid,
+        "CNI_IFNAME": ifname,
+        "CNI_NETNS": netns_path,
+        "CNI_PATH": str(bin_dir),
+    }
+    if cni_args is not None:
+        env["CNI_ARGS"] = cni_args
+    data = conf if isinstance(conf, bytes) else json.dumps(conf).encode()
+    proc = subprocess.run(
+        [*prefix, str(bin_dir / "cni-delguard")],
+        input=data,
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert b"Traceback" not in proc.stderr, proc.stderr.decode()
+    return proc.returncode, (json.loads(proc.stdout) if proc.stdout else None)
