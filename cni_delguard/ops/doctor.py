@@ -21,7 +21,8 @@ from cni_delguard import PLUGIN_TYPE
 from cni_delguard.cni import errors
 from cni_delguard.cni.skel import valid_name
 from cni_delguard.guard import defaults, evidence
-from cni_delguard.node import bundle, options
+from cni_delguard.node import bundle, confdir, options, patch
+from cni_delguard.node.errors import InstallerError
 from cni_delguard.ops import scan, stats, stuck
 from cni_delguard.ops.logread import LogError, LogReader
 from cni_delguard.ops.text import age, clean
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from typing import Any, TextIO
 
 OK, INFO, PROBLEM = "ok", "info", "problem"
-CONF_EXTENSIONS = (".conf", ".conflist", ".json")  # what libcni loads, sorted by name
 QUARANTINE = "quarantine"
 # libcni writes its cache in place: a file this young may be a write in progress, not torn.
 SETTLE_SECONDS = 60
@@ -91,7 +91,9 @@ def discover(root: str, conf_dir: str, bin_dir: str) -> Node:
     if names:
         node.conf_path = os.path.join(node.conf_dir, names[0])
         node.conf, node.conf_error = _read_conf(node.conf_path)
-    node.guard = _guard_entry(node.conf)
+    if node.conf is not None and node.conf_path is not None:
+        entries = patch.guard_plugins(node.conf, confdir.is_list(node.conf_path))
+        node.guard = entries[0] if entries else None
     keys = node.guard or {}
     node.state_dir = node.under(_path(keys.get("stateDir"), defaults.STATE_DIR))
     node.result_dirs = tuple(
@@ -110,15 +112,11 @@ def discover(root: str, conf_dir: str, bin_dir: str) -> Node:
 
 
 def _conf_names(conf_dir: str) -> list[str]:
+    """The conf files in the order the runtime (and the installer) reads them."""
     try:
-        names = os.listdir(conf_dir)
-    except OSError:
+        return confdir.conf_files(conf_dir)
+    except (InstallerError, OSError):
         return []
-    return sorted(
-        n
-        for n in names
-        if os.path.splitext(n)[1] in CONF_EXTENSIONS and os.path.isfile(os.path.join(conf_dir, n))
-    )
 
 
 def _read_conf(path: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -133,16 +131,6 @@ def _read_conf(path: str) -> tuple[dict[str, Any] | None, str | None]:
     except (ValueError, RecursionError) as exc:
         return None, f"not valid JSON: {exc}"
     return (conf, None) if isinstance(conf, dict) else (None, "not a JSON object")
-
-
-def _guard_entry(conf: dict[str, Any] | None) -> dict[str, Any] | None:
-    if conf is None:
-        return None
-    plugins = conf.get("plugins") if "plugins" in conf else [conf]
-    if not isinstance(plugins, list):
-        return None
-    found = [p for p in plugins if isinstance(p, dict) and p.get("type") == PLUGIN_TYPE]
-    return found[0] if found else None
 
 
 def _path(value: object, default: str) -> str:
