@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # build.sh: freeze cni-delguard into the one-folder bundle dist/cni-delguard/ (executable
-# dist/cni-delguard/cni-delguard) with packaging/cni-delguard.spec, then smoke-test the frozen
-# binary through a symlink from another directory, the way it sits in /opt/cni/bin.
+# dist/cni-delguard/cni-delguard) with packaging/cni-delguard.spec, make it need nothing from the
+# host's userland (packaging/selfcontain.py: its own loader and C library, a static launcher),
+# then smoke-test it through a symlink, as root in a root that holds nothing but the bundle.
+#
+# Needs (besides the Python pins): gcc and libc6-dev (the static launcher), binutils (readelf).
 #
 # Usage: tools/build.sh            (from anywhere; PYTHON=python3.11 to pick the interpreter)
 #
@@ -60,25 +63,37 @@ fail() {
     exit 1
 }
 
-# VERSION, then a DEL with no evidence: exit 0, nothing on stdout.
-smoke_test() { # EXECUTABLE SCRATCH-DIR
-    local exe=$1 tmp=$2 out rc
-    mkdir -p "$tmp/bin" "$tmp/state"
-    ln -s "$exe" "$tmp/bin/cni-delguard"
+# VERSION, then a DEL with no evidence: exit 0, nothing on stdout. Run as the runtime would run it
+# on a host that has nothing the bundle could lean on: as root, chrooted into a root that holds only
+# the bundle (no C library, no loader, no shell, no /proc), reached through a symlink. Not as root,
+# the same checks run from this machine's view, and say so.
+smoke_test() { # BUNDLE-DIR SCRATCH-DIR
+    local root=$2/root top="" run=() out rc conf where="in an empty root"
+    mkdir -p "$root/bin" "$root/tmp"
+    mkdir -m 0700 "$root/state"
+    cp -a "$1" "$root/bundle"
+    ln -s ../bundle/cni-delguard "$root/bin/cni-delguard"
+    if [ "$(id -u)" -eq 0 ]; then
+        run=("$(command -v chroot)" "$root")
+    else
+        top=$root
+        where="from this machine's view (not root: no chroot)"
+    fi
 
-    out=$(cd "$tmp" && CNI_COMMAND=VERSION bin/cni-delguard </dev/null) || fail "VERSION exited $?"
+    out=$(env -i CNI_COMMAND=VERSION "${run[@]}" "$top/bin/cni-delguard" </dev/null) ||
+        fail "VERSION exited $?: $out"
     case $out in *supportedVersions*) ;; *) fail "VERSION printed: $out" ;; esac
 
-    local conf
     conf='{"cniVersion":"1.0.0","name":"n","type":"cni-delguard","delegate":{"type":"bridge"},'
-    conf+="\"stateDir\":\"$tmp/state\",\"logFile\":\"$tmp/log\"}"
+    conf+="\"stateDir\":\"$top/state\",\"logFile\":\"$top/tmp/log\"}"
     rc=0
-    out=$(cd "$tmp" && printf '%s' "$conf" | CNI_COMMAND=DEL CNI_CONTAINERID=smoke-0123456789abcdef \
-        CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni:/opt/cni/bin CNI_NETNS=/var/run/netns/none \
-        PATH="$tmp/bin:$PATH" cni-delguard) || rc=$?
+    out=$(printf '%s' "$conf" | env -i CNI_COMMAND=DEL CNI_CONTAINERID=smoke-0123456789abcdef \
+        CNI_IFNAME=eth0 CNI_PATH="$top/bin" CNI_NETNS=/var/run/netns/none \
+        "${run[@]}" "$top/bin/cni-delguard") || rc=$?
     [ "$rc" -eq 0 ] || fail "no-evidence DEL exited $rc: $out"
     [ -z "$out" ] || fail "no-evidence DEL printed on stdout: $out"
-    echo "smoke test passed: VERSION, no-evidence DEL (exit 0, empty stdout)"
+    grep -q '"decision": "skip"' "$root/tmp/log" || fail "no-evidence DEL logged no skip"
+    echo "smoke test passed $where: VERSION, no-evidence DEL (exit 0, empty stdout, logged)"
 }
 
 start=$(date +%s)
@@ -88,7 +103,8 @@ stage=$(mktemp -d dist/.stage.XXXXXX)
 work=$(mktemp -d build/work.XXXXXX)
 trap 'rm -rf "$stage" "$work"' EXIT
 freeze "$stage" "$work"
-smoke_test "$repo/$stage/cni-delguard/cni-delguard" "$repo/$work/smoke"
+"$python" packaging/selfcontain.py "$stage/cni-delguard"
+smoke_test "$repo/$stage/cni-delguard" "$repo/$work/smoke"
 install_bundle "$stage"
 echo "built dist/cni-delguard in $(($(date +%s) - start)) s," \
     "$(du -sh dist/cni-delguard | cut -f1) on disk, $(find dist/cni-delguard -type f | wc -l) files"

@@ -1,0 +1,150 @@
+"""Make PyInstaller's one-folder bundle need nothing from the host's userland.
+
+    python packaging/selfcontain.py BUNDLE-DIR
+
+A runtime execs a CNI plugin with the host's own loader and C library. PyInstaller leaves glibc
+(and the loader) to the host, and the bundle then needs the glibc it was built against: on a host
+with an older one (Amazon Linux 2023, RHEL 8/9, Ubuntu 20.04, Debian 11) or none at all (Talos,
+Alpine) every ADD and DEL would fail. So, after PyInstaller:
+
+1. its executable becomes `cni-delguard.frozen` and `cni-delguard` is the static launcher
+   (packaging/launcher/launcher.c, compiled here for the loader named in the bootloader's own
+   PT_INTERP), which starts it with the bundle's loader and library path;
+2. that loader, and every library any ELF file of the bundle needs that PyInstaller left out
+   (libc, libm, libpthread, libdl, librt, libutil ...), are copied into `_internal/` from this
+   build root, until the closure is complete: the bundle's loader, asked to list each ELF file's
+   dependencies with `--inhibit-cache --library-path _internal`, resolves every one inside the
+   bundle;
+3. every ELF file is checked to be of one machine (no stray file of another arch).
+
+Needs a C compiler with a static libc (Debian: gcc, libc6-dev; CC overrides) and binutils'
+readelf, both of the build root's arch. Deterministic: the same build root gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+LAUNCHER_SOURCE = Path(__file__).resolve().parent / "launcher" / "launcher.c"
+EXECUTABLE = "cni-delguard"
+FROZEN = "cni-delguard.frozen"  # launcher.c's PROGRAM
+LIBDIR = "_internal"  # launcher.c's LIBDIR and PyInstaller's contents directory
+ELF_MAGIC = b"\x7fELF"
+_LISTED = re.compile(r"^\s*(\S+) => (.+?)(?: \(0x[0-9a-f]+\))?$")
+
+
+class SelfContainError(Exception):
+    pass
+
+
+def readelf(*args: str) -> str:
+    return subprocess.run(
+        ["readelf", "--wide", *args], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def interpreter(path: Path) -> str:
+    """The PT_INTERP of a dynamic executable, e.g. /lib64/ld-linux-x86-64.so.2."""
+    found = re.search(r"Requesting program interpreter: (\S+)\]", readelf("-l", str(path)))
+    if not found:
+        raise SelfContainError(f"{path} names no program interpreter")
+    return found.group(1)
+
+
+def machine(path: Path) -> str:
+    found = re.search(r"^\s*Machine:\s+(.+)$", readelf("-h", str(path)), re.MULTILINE)
+    if not found:
+        raise SelfContainError(f"readelf found no machine in {path}")
+    return found.group(1).strip()
+
+
+def elf_files(root: Path) -> list[Path]:
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            with path.open("rb") as f:
+                if f.read(4) == ELF_MAGIC:
+                    found.append(path)
+    return found
+
+
+def compile_launcher(loader: str, out: Path) -> None:
+    cc = os.environ.get("CC", "gcc")
+    subprocess.run(
+        [cc, "-static", "-Os", "-Wall", "-Wextra", "-Werror", f'-DDELGUARD_LOADER="{loader}"',
+         "-o", str(out), str(LAUNCHER_SOURCE)],
+        check=True,
+    )
+    subprocess.run(["strip", str(out)], check=True)
+    if "Requesting program interpreter" in readelf("-l", str(out)):
+        raise SelfContainError(f"{out} is not static: {cc} linked it dynamically")
+
+
+def dependencies(loader: Path, libdir: Path, path: Path) -> dict[str, str]:
+    """What `path` needs and where the bundle's loader finds it, host cache ignored."""
+    r = subprocess.run(
+        [str(loader), "--inhibit-cache", "--library-path", str(libdir), "--list", str(path)],
+        capture_output=True, text=True, check=False,
+    )
+    if r.returncode != 0:
+        raise SelfContainError(f"{loader} --list {path} failed: {r.stderr.strip() or r.stdout}")
+    found = {}
+    for line in r.stdout.splitlines():
+        m = _LISTED.match(line)
+        if m:
+            found[m.group(1)] = m.group(2)
+    return found
+
+
+def complete(bundle: Path, loader: Path) -> list[str]:
+    """Copy into _internal every library some ELF file resolves outside it; until none does."""
+    libdir = bundle / LIBDIR
+    added: list[str] = []
+    while True:
+        outside = {}
+        for path in elf_files(bundle):
+            if path.name in (EXECUTABLE, loader.name):
+                continue
+            for name, where in dependencies(loader, libdir, path).items():
+                if where == "not found":
+                    raise SelfContainError(f"{path.relative_to(bundle)} needs {name}: not found")
+                if Path(where).parent != libdir:
+                    outside[name] = where
+        if not outside:
+            return added
+        for name, where in sorted(outside.items()):
+            shutil.copyfile(where, libdir / name)
+            os.chmod(libdir / name, 0o755)  # noqa: S103 - a library, as in /usr/lib
+            added.append(name)
+
+
+def selfcontain(bundle: Path) -> None:
+    exe, frozen = bundle / EXECUTABLE, bundle / FROZEN
+    if frozen.exists():
+        raise SelfContainError(f"{bundle} is already self-contained")
+    interp = interpreter(exe)
+    loader = bundle / LIBDIR / Path(interp).name
+    exe.rename(frozen)
+    compile_launcher(loader.name, exe)
+    shutil.copyfile(os.path.realpath(interp), loader)
+    os.chmod(loader, 0o755)  # noqa: S103 - the loader is run, as /lib64's is
+    added = complete(bundle, loader)
+    machines = {machine(p) for p in elf_files(bundle)}
+    if len(machines) != 1:
+        raise SelfContainError(f"{bundle} holds ELF files of several machines: {sorted(machines)}")
+    print(f"selfcontain: launcher for {loader.name}; added {', '.join([loader.name, *added])}; "
+          f"every ELF file is {machines.pop()}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    try:
+        selfcontain(Path(sys.argv[1]).resolve())
+    except (SelfContainError, subprocess.CalledProcessError, OSError) as exc:
+        raise SystemExit(f"selfcontain: {exc}") from None
