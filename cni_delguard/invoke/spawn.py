@@ -1,10 +1,16 @@
-"""Process mechanics for the delegate: fork/exec without a shell, a pidfd-driven I/O loop, and
-the guardian that takes the delegate's process group down with a killed guard.
+"""Process mechanics for the delegate: fork/exec without a shell, a poll loop woken by the
+delegate's exit, and the guardian that takes the delegate's process group down with a killed guard.
 
 Written on os.posix_spawn/os.fork/os.pidfd_open rather than subprocess: subprocess (with
 signal's enum layer, threading, selectors and locale) costs ~7 ms of start-up per exec.
 `_signal` is the C module behind `signal`, without the enum wrapper. The guardian learns of the
 guard's death from a pipe's EOF rather than PR_SET_PDEATHSIG, which would need ctypes (~3 ms).
+
+The delegate's exit wakes the loop through its pidfd (Linux 5.3). Where pidfd_open does not exist
+(ENOSYS: Ubuntu 18.04's 4.15, Debian 10's 4.19, RHEL 8's 4.18 unless backported) or a seccomp
+filter refuses it (EPERM), it is the classic SIGCHLD self-pipe instead: the C-level handler writes
+to a pipe (set_wakeup_fd), and waitid(WNOWAIT) tells whether it was this child that exited,
+without reaping it. Everything else is the same on both.
 """
 
 from __future__ import annotations
@@ -35,16 +41,37 @@ class OutputTooLarge(Exception):  # noqa: N818 - a condition, reported by the ca
     pass
 
 
+# pidfd_open's errors that mean "not on this kernel, or not allowed here": watch with SIGCHLD.
+_NO_PIDFD = frozenset({errno.ENOSYS, errno.EPERM})
+
+
 class Child:
-    """A started delegate: its PID (also its session and group ID), pipes and pidfd."""
+    """A started delegate: its PID (also its session and group ID), pipes, and the descriptor
+    that becomes readable when it exits: its pidfd, or the read end of the SIGCHLD pipe
+    (`wakeup` is then that pipe's write end)."""
 
-    __slots__ = ("pid", "pidfd", "stdin", "stdout")
+    __slots__ = ("exit_fd", "pid", "stdin", "stdout", "wakeup")
 
-    def __init__(self, pid: int, stdin: int, stdout: int, pidfd: int) -> None:
+    def __init__(self, pid: int, stdin: int, stdout: int, exit_fd: int, wakeup: int | None) -> None:
         self.pid = pid
         self.stdin = stdin
         self.stdout = stdout
-        self.pidfd = pidfd
+        self.exit_fd = exit_fd
+        self.wakeup = wakeup
+
+    def exited(self) -> bool:
+        """Called when exit_fd is readable: has the delegate exited (not reaped yet)?"""
+        if self.wakeup is None:
+            return True  # a pidfd is readable only once its process has exited
+        try:
+            while os.read(self.exit_fd, 256):
+                pass
+        except BlockingIOError:
+            pass
+        return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+    def unwatch(self) -> None:
+        _unwatch(self.exit_fd, self.wakeup)
 
 
 def start(path: str, env: Mapping[str, str]) -> Child:
@@ -63,8 +90,9 @@ def start(path: str, env: Mapping[str, str]) -> Child:
 
 
 class NotWatchedError(OSError):
-    """The delegate started but no pidfd could be had for it (EMFILE, ENOSYS ...): it was
-    killed and reaped, since a delegate the guard cannot watch must not run unguarded."""
+    """The delegate started but nothing could be had to watch it with (no pidfd, no pipe: EMFILE,
+    ENFILE ...): it was killed and reaped, since a delegate the guard cannot watch must not run
+    unguarded."""
 
 
 def _start_once(path: str, env: Mapping[str, str]) -> Child:
@@ -88,16 +116,49 @@ def _start_once(path: str, env: Mapping[str, str]) -> Child:
         os.close(in_r)
         os.close(out_w)
     try:
-        pidfd = os.pidfd_open(pid)
+        exit_fd, wakeup = _watch(pid)
     except BaseException as exc:
         kill(pid)
         os.waitpid(pid, 0)
         os.close(in_w)
         os.close(out_r)
         if isinstance(exc, OSError):
-            raise NotWatchedError(exc.errno, f"pidfd_open: {exc.strerror}") from None
+            raise NotWatchedError(exc.errno, f"cannot watch it: {exc.strerror}") from None
         raise
-    return Child(pid, in_w, out_r, pidfd)
+    return Child(pid, in_w, out_r, exit_fd, wakeup)
+
+
+def _watch(pid: int) -> tuple[int, int | None]:
+    """A descriptor that becomes readable when `pid` exits, and the SIGCHLD pipe's write end
+    (None with a pidfd)."""
+    try:
+        return os.pidfd_open(pid), None
+    except OSError as exc:
+        if exc.errno not in _NO_PIDFD:
+            raise
+    r, w = os.pipe()
+    try:
+        os.set_blocking(r, False)
+        os.set_blocking(w, False)
+        sig.signal(sig.SIGCHLD, _on_sigchld)  # the C handler behind it writes to the pipe
+        sig.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except BaseException:
+        _unwatch(r, w)
+        raise
+    os.write(w, b"\0")  # look once: the delegate may have exited before the handler was set
+    return r, w
+
+
+def _unwatch(exit_fd: int, wakeup: int | None) -> None:
+    os.close(exit_fd)
+    if wakeup is not None:
+        sig.set_wakeup_fd(-1)
+        sig.signal(sig.SIGCHLD, sig.SIG_DFL)
+        os.close(wakeup)
+
+
+def _on_sigchld(signum: int, frame: object) -> None:
+    """Nothing to do in Python: the wakeup byte in the pipe is what the poll loop waits for."""
 
 
 def guardian(group: int) -> tuple[int, int]:
@@ -186,7 +247,7 @@ class _Pipes:
         self.exited = False
         self.open = {child.stdin, child.stdout}
         self.poller = select.poll()
-        self.poller.register(child.pidfd, select.POLLIN)
+        self.poller.register(child.exit_fd, select.POLLIN)
         os.set_blocking(child.stdout, False)
         self.poller.register(child.stdout, select.POLLIN)
         os.set_blocking(child.stdin, False)
@@ -196,8 +257,8 @@ class _Pipes:
             self._close(child.stdin)
 
     def ready(self, fd: int) -> None:
-        if fd == self.child.pidfd:
-            self.exited = True
+        if fd == self.child.exit_fd:
+            self.exited = self.child.exited()
         elif fd == self.child.stdin and fd in self.open:
             try:
                 self.pending = self.pending[os.write(fd, self.pending[:65536]) :]
@@ -245,5 +306,5 @@ def wait(child: Child) -> int:
     try:
         _, status = os.waitpid(child.pid, 0)
     finally:
-        os.close(child.pidfd)
+        child.unwatch()
     return os.waitstatus_to_exitcode(status)

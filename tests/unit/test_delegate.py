@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -182,3 +183,35 @@ def test_the_guardian_is_gone_after_a_normal_call(tmp_path):
     before = set(_live_children())  # other tests' fixtures may keep children of their own
     assert delegate.run(str(path), "ADD", b"{}", {}, 10).ok
     assert set(_live_children()) - before == set()
+
+
+@pytest.fixture
+def no_pidfd(monkeypatch):
+    """pidfd_open as a kernel before 5.3 answers it (the frozen binary meets the real refusal,
+    from a seccomp filter, in tests/reliability/test_kernel_floor.py)."""
+
+    def enosys(pid, flags=0):
+        raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+
+    monkeypatch.setattr(os, "pidfd_open", enosys)
+
+
+def test_without_pidfd_the_delegate_is_watched_through_sigchld(tmp_path, no_pidfd):
+    """Its exit wakes the loop (no deadline reached), its output and status come back, and the
+    SIGCHLD handler and wakeup fd are put back afterwards."""
+    import signal
+
+    path = _plugin(tmp_path, "p", "sys.stdout.write(sys.stdin.read().upper()); sys.exit(3)")
+    start = time.monotonic()
+    out = delegate.run(str(path), "ADD", b"abc", {}, 30)
+    assert (out.exit_status, out.stdout, out.timed_out) == (3, b"ABC", False)
+    assert time.monotonic() - start < 20
+    assert signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL
+    assert signal.set_wakeup_fd(-1) == -1
+
+
+def test_without_pidfd_a_timeout_still_kills_the_group(tmp_path, no_pidfd):
+    path = _plugin(tmp_path, "p", "time.sleep(60)")
+    out = delegate.run(str(path), "ADD", b"", {}, 1)
+    assert out.timed_out
+    assert out.exit_status == -9

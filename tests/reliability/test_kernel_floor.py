@@ -1,0 +1,110 @@
+"""The kernel floor: ADD, DEL, a delegate timeout and the guard's death while its delegate runs
+behave on a kernel without pidfd_open, clone3 and close_range as on this machine's kernel.
+
+Those three system calls came with Linux 5.3 (pidfd_open, clone3) and 5.9 (close_range); Ubuntu
+18.04 (4.15), Debian 10 (4.19) and RHEL 8 (4.18) have none of them. Such a kernel is stood in for
+by a seccomp filter that answers all three with ENOSYS, inherited by the guard and everything it
+starts (tests/reliability/seccomp_deny.py): the kernel itself refuses the calls, with no hook in the
+product. Each test runs twice, on the machine's kernel ("current") and behind the filter
+("before-5.3"), with the same assertions. Before the SIGCHLD fallback (invoke/spawn.py) every ADD
+behind the filter failed with code 11, "cannot watch delegate ...; it was killed".
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.harness import Bench, attachment_files
+from tests.reliability.procs import Gates, is_dead, wait_dead, wait_for
+from tests.reliability.seccomp_deny import CLONE3, CLOSE_RANGE, PIDFD_OPEN
+
+pytestmark = pytest.mark.skipif(
+    os.uname().machine not in ("x86_64", "aarch64"), reason="seccomp_deny knows x86_64 and aarch64"
+)
+HELPER = Path(__file__).with_name("seccomp_deny.py")
+MISSING = f"{PIDFD_OPEN},{CLONE3},{CLOSE_RANGE}"
+TRY_AGAIN = 11
+
+
+@pytest.fixture(params=["current", "before-5.3"])
+def kernel(request: pytest.FixtureRequest, bench: Bench) -> str:
+    """Runs the bench's guard behind the filter for "before-5.3"."""
+    if request.param == "before-5.3":
+        bench.prefix = [sys.executable, "-I", str(HELPER), MISSING, str(errno.ENOSYS), "--"]
+    return str(request.param)
+
+
+def seccomp_mode(pid: int) -> int:
+    """The Seccomp field of /proc/<pid>/status: 2 while a filter is in force."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Seccomp:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no Seccomp line for pid {pid}")
+
+
+def test_the_filter_takes_the_calls_away() -> None:
+    """The stand-in itself: behind the filter each call fails with ENOSYS, here it works."""
+    probe = "import os; os.close(os.pidfd_open(os.getpid())); print('works')"
+    here = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True,
+                          check=False)
+    behind = subprocess.run([sys.executable, "-I", str(HELPER), MISSING, str(errno.ENOSYS), "--",
+                             sys.executable, "-I", "-c", probe], capture_output=True, text=True,
+                            check=False)
+    assert here.stdout.strip() == "works", here.stderr
+    assert "[Errno 38] Function not implemented" in behind.stderr, behind.stderr
+
+
+def test_add_then_del_reach_the_delegate(bench: Bench, kernel: str) -> None:
+    conf = bench.conf()
+    add = bench.run("ADD", conf)
+    assert add.rc == 0, add.describe()
+    result = json.loads(add.stdout)
+    assert "code" not in result and result.get("cniVersion") == "1.0.0", add.describe()
+    assert bench.fake_holds()
+    delete = bench.run("DEL", conf)
+    assert (delete.rc, delete.stdout) == (0, b""), delete.describe()
+    assert [r["command"] for r in bench.records()] == ["ADD", "DEL"]
+    assert not bench.fake_holds()
+    assert attachment_files(bench.entries(), "c1") == []
+    assert [line["decision"] for line in bench.log_lines() if line["command"] == "DEL"] == [
+        "forward-strict"
+    ]
+
+
+def test_delegate_timeout_kills_it(bench: Bench, kernel: str) -> None:
+    gates = Gates(bench.gate_dir)
+    held = bench.conf(bench.gated(gates=["ADD:start"]), timeouts={"add": 2})
+    guard = bench.start("ADD", held)
+    delegate = gates.wait("c1", "ADD", "start")
+    run = guard.finish()
+    assert run.rc == 1, run.describe()
+    assert run.error()["code"] == TRY_AGAIN, run.describe()
+    assert "timed out" in run.error()["msg"], run.describe()
+    wait_dead(delegate, 5)
+    again = bench.run("DEL", bench.conf())
+    assert (again.rc, again.stdout) == (0, b""), again.describe()
+    assert attachment_files(bench.entries(), "c1") == []
+
+
+def test_guard_killed_while_delegate_runs_takes_it_down(bench: Bench, kernel: str) -> None:
+    gates = Gates(bench.gate_dir)
+    held = bench.conf(bench.gated(gates=["ADD:done"]))
+    guard = bench.start("ADD", held)
+    delegate = gates.wait("c1", "ADD", "done")
+    wait_for(lambda: not is_dead(guard.pid), 5, "the guard to be running")
+    assert seccomp_mode(delegate) == (2 if kernel == "before-5.3" else 0)
+    os.kill(guard.pid, signal.SIGKILL)
+    assert guard.finish().rc == -signal.SIGKILL
+    wait_dead(delegate, 5)  # the guardian saw the guard die and killed the delegate's group
+    again = bench.run("DEL", bench.conf())
+    assert (again.rc, again.stdout) == (0, b""), again.describe()
+    assert attachment_files(bench.entries(), "c1") == []
+    assert not bench.fake_holds()
