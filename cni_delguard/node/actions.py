@@ -38,6 +38,7 @@ class InstallError(ConfRefusedError):
 
 @dataclass(frozen=True)
 class Options:
+    root: str  # where the node's / is: the plugin is run with it as / (bundle.answers_version)
     bin_dir: str
     conf_dir: str
     conf_file: str | None
@@ -141,11 +142,11 @@ def wrap_conf(opts: Options, say: Say) -> bool:
         if change is None:
             say(f"{path}: already wrapped, unchanged")
             return False
-        if problem := bundle.usable(opts.bin_dir):
-            raise BundleRefusedError(
-                f"not wrapping {path}: {problem}; install the bundle first "
-                f"(`cni-delguard install` without --no-bundle)"
+        if problem := bundle.usable(opts.bin_dir, opts.root):
+            hint = "" if opts.bundle_dir else (
+                "; install the bundle first (`cni-delguard install` without --no-bundle)"
             )
+            raise BundleRefusedError(f"not wrapping {path}: {problem}{hint}")
         _record_for(opts.state_dir, change)
         old = change.old
         if swap(change.path, old.data, change.new, old.mode, (old.uid, old.gid)):
@@ -180,8 +181,8 @@ def install_bundle(opts: Options, say: Say) -> bool:
             f"and point {bundle.LINK_NAME} at it"
         )
         return True
-    bundle.apply(p)
-    say(f"{opts.bin_dir}/{bundle.LINK_NAME} -> {p.target} (verified complete)")
+    bundle.apply(p, opts.root)
+    say(f"{opts.bin_dir}/{bundle.LINK_NAME} -> {p.target} (verified complete, runs on the node)")
     return True
 
 

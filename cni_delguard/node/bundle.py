@@ -23,6 +23,7 @@ every file's sha256 (about 0.1 s), asked once before every (re-)wrap and every s
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -157,43 +158,112 @@ def signature(bin_dir: str) -> tuple[object, ...]:
     return tuple(found)
 
 
-def runs(bin_dir: str) -> str | None:
-    """None if the bin dir's cni-delguard answers CNI VERSION, else why not."""
-    versions, why = answers_version(_j(bin_dir, LINK_NAME))
+def runs(bin_dir: str, root: str = "/") -> str | None:
+    """None if the bin dir's cni-delguard answers CNI VERSION with `root` as /, else why not."""
+    versions, why = answers_version(_j(bin_dir, LINK_NAME), root)
     return why if versions is None else None
 
 
-def answers_version(path: str) -> tuple[list[object] | None, str]:
+# The exit status of the probe's child when it cannot enter the node's root (as chroot(1) uses).
+_CANNOT_CHROOT = 125
+_PROBE_TIMEOUT = 30.0
+
+
+def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, str]:
     """(the CNI versions `path` reports, "") when it answers VERSION; (None, why) otherwise.
-    The one way the installer and `doctor` ask a plugin whether it runs."""
+    The one way the installer, `ready` and `doctor` ask a plugin whether it runs.
+
+    They ask as the runtime would run it: with the node's root as / (a chroot into `root`), so
+    the plugin meets the node's own loader, C library and `#!` interpreters, never those of the
+    image this process runs from (a plugin that runs here may not run on the node at all). `path`
+    is as seen from here, under `root`."""
     import subprocess
 
+    on_node = node_path(root, path)
+    if on_node is None:
+        return None, f"{path} is not under the node's root {root}"
+    where = "" if on_node == path else f" with {root} as /"
     try:
         r = subprocess.run(
-            [path],
+            [on_node],
             env={"CNI_COMMAND": "VERSION"},
             stdin=subprocess.DEVNULL,
             capture_output=True,
-            timeout=30,
+            timeout=_PROBE_TIMEOUT,
             check=False,
+            preexec_fn=None if on_node == path else lambda: _enter(root),
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"{path} does not run: {exc}"
+    except subprocess.TimeoutExpired:
+        return None, f"{on_node} does not answer VERSION{where} within {_PROBE_TIMEOUT:.0f} s"
+    except OSError as exc:
+        return None, f"{on_node} cannot be executed{where}: {_exec_failure(path, exc)}"
+    if r.returncode == _CANNOT_CHROOT and r.stderr.startswith(b"cannot chroot"):
+        return None, f"{_one_line(r.stderr)} (to run the plugin as the runtime would; needs root)"
     try:
         versions = json.loads(r.stdout).get("supportedVersions")
     except (ValueError, AttributeError):
         versions = None
     if r.returncode != 0 or not isinstance(versions, list):
-        return None, f"{path} does not answer VERSION (exit {r.returncode})"
+        said = _one_line(r.stderr) or _one_line(r.stdout)
+        return None, f"{on_node} does not answer VERSION{where} (exit {r.returncode}): {said}"
     return versions, ""
 
 
-def usable(bin_dir: str) -> str | None:
-    """The check before every wrap: our complete version (deep) or any plugin there, and it runs."""
+def node_path(root: str, path: str) -> str | None:
+    """`path` (as seen from here, under `root`) as the node sees it; None if not under it."""
+    root, path = os.path.normpath(root), os.path.normpath(path)
+    if root == "/":
+        return path
+    inside = os.path.relpath(path, root)
+    if inside == ".." or inside.startswith("../"):
+        return None
+    return "/" if inside == "." else "/" + inside
+
+
+def _enter(root: str) -> None:
+    """In the probe's child, before exec: make the node's root this process's /."""
+    try:
+        os.chroot(root)
+        os.chdir("/")
+    except OSError as exc:
+        os.write(2, f"cannot chroot into {root}: {exc.strerror}\n".encode())
+        os._exit(_CANNOT_CHROOT)
+
+
+def _exec_failure(path: str, exc: OSError) -> str:
+    """Why exec failed, in the node's terms: ENOENT for a file that is there means its loader or
+    its `#!` interpreter is not (on the node, that is: it may well be here)."""
+    if exc.errno == errno.ENOENT and os.path.lexists(path):
+        try:
+            with open(path, "rb") as f:
+                head = f.read(256)
+        except OSError:
+            head = b""
+        if head.startswith(b"#!"):
+            interpreter = head[2:].split(b"\n", 1)[0].strip().decode("utf-8", "replace")
+            return f"its interpreter `#!{interpreter}` is missing there"
+        return "its program loader (ELF interpreter) or a file it needs is missing there"
+    if exc.errno == errno.ENOEXEC:
+        return "exec format error (a binary of another arch?)"
+    return exc.strerror or str(exc)
+
+
+def _one_line(data: bytes, limit: int = 300) -> str:
+    """The first non-empty line of what a plugin printed, printable and bounded."""
+    for line in data.decode("utf-8", "replace").splitlines():
+        if line.strip():
+            text = "".join(c if c.isprintable() else "?" for c in line.strip())
+            return text[:limit]
+    return ""
+
+
+def usable(bin_dir: str, root: str = "/") -> str | None:
+    """The check before every wrap: our complete version (deep) or any plugin there, and it runs
+    on the node."""
     problem = check(bin_dir, deep=True)
     if problem and _version_of(current_target(bin_dir)):
         return problem  # ours and damaged: never trust it, even if it happens to run
-    return runs(bin_dir)
+    return runs(bin_dir, root)
 
 
 def _j(a: str, b: str) -> str:
@@ -228,9 +298,11 @@ def current_target(bin_dir: str) -> str | None:
         return ""
 
 
-def apply(p: Plan) -> None:
-    """Copy the version in (unless present and intact), switch the link, prune old versions.
-    The caller holds the installer lock: every temp dir found is a crashed run's."""
+def apply(p: Plan, root: str = "/") -> None:
+    """Copy the version in (unless present and intact), check that it runs on the node (with
+    `root` as /: a version that cannot run there must not replace one that can), switch the link,
+    prune old versions. The caller holds the installer lock: every temp dir found is a crashed
+    run's."""
     prune(p.bin_dir, {p.version_name, _version_of(p.current)}, temps_only=True)
     final = os.path.join(p.bin_dir, p.version_name)
     if os.path.lexists(final) and verify(final, deep=True) is not None:
@@ -241,6 +313,10 @@ def apply(p: Plan) -> None:
     if os.path.isdir(link) and not os.path.islink(link):
         raise BundleError(f"{link} is a directory; refusing to replace it")
     if p.current != p.target:
+        versions, why = answers_version(os.path.join(final, LINK_NAME), root)
+        if versions is None:
+            _remove_tree(final)
+            raise BundleError(f"not installing {p.bundle_dir}: {why}")
         fsops.symlink_atomic(p.target, link)
     prune(p.bin_dir, {p.version_name, _version_of(p.current)})
 

@@ -177,6 +177,7 @@ def options(args: argparse.Namespace) -> actions.Options:
     if args.command == "install" and not args.no_bundle:
         bundle_dir = args.bundle_dir or default_bundle_dir()
     return actions.Options(
+        root=os.path.normpath(args.root),
         bin_dir=under(args.root, args.bin_dir),
         conf_dir=under(args.root, args.conf_dir),
         conf_file=args.conf_file,

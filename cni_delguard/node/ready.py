@@ -34,7 +34,7 @@ def guarded(opts: actions.Options) -> tuple[int, str]:
         return 10, f"not ready: {path} (the conf the runtime uses) does not name {patch.GUARD}"
     if problem := bundle.check(opts.bin_dir):
         return 11, f"not ready: {problem}"
-    if problem := bundle.runs(opts.bin_dir):
+    if problem := bundle.runs(opts.bin_dir, opts.root):
         return 12, f"not ready: {problem}"
     return 0, f"ready: {path} is wrapped and {opts.bin_dir}/{bundle.LINK_NAME} runs"
 

@@ -186,7 +186,7 @@ def check_plugins(node: Node) -> list[Finding]:
     if node.guard is None:
         return []
     guard = os.path.join(node.bin_dir, PLUGIN_TYPE)
-    found = [_runs(guard)]
+    found = [_runs(guard, node.root)]
     delegate = node.guard.get("delegate")
     dtype = delegate.get("type") if isinstance(delegate, dict) else None
     if not isinstance(dtype, str) or not valid_name(dtype):
@@ -206,7 +206,7 @@ def check_plugins(node: Node) -> list[Finding]:
     return found
 
 
-def _runs(path: str) -> Finding:
+def _runs(path: str, root: str) -> Finding:
     if not os.access(path, os.X_OK):
         return Finding(
             "plugins",
@@ -214,7 +214,7 @@ def _runs(path: str) -> Finding:
             f"{path} is missing or not executable: run `cni-delguard install`",
             path,
         )
-    versions, why = bundle.answers_version(path)
+    versions, why = bundle.answers_version(path, root)
     if versions is None:
         return Finding("plugins", PROBLEM, why, path)
     return Finding("plugins", OK, f"{path} runs (CNI versions {', '.join(map(str, versions))})")

@@ -1,5 +1,9 @@
 """Fixtures for the installer tests: a temp node root and fake one-folder bundles.
 
+The installer runs the plugin with the node's root as / (a chroot, as root), so the node root has
+a shell (tests/support/noderoot.py): the fake bundle is a /bin/sh script, as are its hooks, and
+they run inside the node's root (paths in them are the node's own).
+
 A fake bundle behaves like a frozen one-folder build where it matters: its executable keeps
 reading a file from its own folder after exec, so a version dir removed or half-written under a
 running plugin shows up as a failed exec; it answers CNI VERSION as the guard does (the
@@ -17,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from cni_delguard.node.cli import main
+from tests.support.noderoot import with_shell
 
 FAKE_EXE = """#!/bin/sh
 d=$(dirname "$(readlink -f "$0")")
@@ -70,6 +75,7 @@ def node(tmp_path: Path) -> Node:
     n = Node(tmp_path / "node")
     for d in (n.bin, n.net):
         d.mkdir(parents=True)
+    with_shell(n.root)
     return n
 
 

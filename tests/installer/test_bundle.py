@@ -202,3 +202,18 @@ def test_exec_during_repeated_installs_never_fails(tmp_path):
     assert len(installs) >= 6
     assert set(names) <= set(runs)
     assert len(versions(bin_dir)) == 2
+
+
+def test_a_version_that_does_not_run_never_replaces_one_that_does(tmp_path, bundles):
+    """An upgrade whose plugin cannot run on the node (here: it fails VERSION) is refused before
+    its link is switched: the conf keeps naming a plugin that runs."""
+    (tmp_path / "bin").mkdir()
+    install(bundles["v1"], tmp_path / "bin")
+    broken = make_bundle(tmp_path / "broken", "broken")
+    (broken / "cni-delguard").write_text("#!/bin/sh\necho 'cannot start' >&2\nexit 1\n")
+    p = bundle.plan(str(broken), str(tmp_path / "bin"))
+    refused = r"does not answer VERSION \(exit 1\): cannot start"
+    with pytest.raises(bundle.BundleError, match=refused):
+        bundle.apply(p)
+    assert exec_guard(tmp_path / "bin").stdout == "v1"
+    assert not (tmp_path / "bin" / p.version_name).exists()

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -258,15 +259,24 @@ def test_two_installers_at_once_as_pid_1_in_their_own_pid_namespaces(node, tmp_p
 
 def test_conf_rewritten_between_read_and_write_keeps_the_new_content_wrapped(node, tmp_path):
     """multus rewrites its conf exactly while the installer checks the plugin (between its read
-    and its swap): the fake bundle's VERSION hook plays multus at that moment, once."""
+    and its swap): the fake bundle's VERSION hook plays multus at that moment, once (at the
+    second VERSION: the first checks the new version runs before its link is switched). The hook
+    runs where the plugin runs, in the node's root: its paths are the node's own, and it does
+    nothing unless it finds itself there (an installer that ran it outside the node's root must
+    not rewrite the host's conf)."""
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     newer = MULTUS_CONF.replace("kube-ovn", "calico")
     src = make_bundle(tmp_path / "hooked", "hooked")
-    flag = tmp_path / "rewritten"
+    inside = f"/inside-{uuid.uuid4().hex}"
+    (node.root / inside[1:]).mkdir()
+    flag = node.root / inside[1:] / "rewritten"
     hook = src / "_internal" / "on-version"
     hook.write_text(
-        f"#!/bin/sh\n[ -e {flag} ] && exit 0\n: > {flag}\n"
-        f"printf '%s' '{newer}' > {tmp_path}/new.tmp && mv {tmp_path}/new.tmp {path}\n"
+        f"#!/bin/sh\n[ -d {inside} ] || exit 0\n[ -e {inside}/rewritten ] && exit 0\n"
+        f"[ -e {inside}/checked ] || {{ : > {inside}/checked; exit 0; }}\n"
+        f": > {inside}/rewritten\n"
+        f"printf '%s' '{newer}' > /etc/cni/net.d/.new.tmp && "
+        "mv /etc/cni/net.d/.new.tmp /etc/cni/net.d/00-multus.conf\n"
     )
     hook.chmod(0o755)
     r = installer(node, "install", "--bundle-dir", str(src))

@@ -19,6 +19,7 @@ FAST = watch.Limits(interval=0.02, settle=0.02, max_repatches=3, window=60.0, ma
 
 def options(node, bundle_dir=None):
     return actions.Options(
+        root=str(node.root),
         bin_dir=str(node.bin),
         conf_dir=str(node.net),
         conf_file=None,

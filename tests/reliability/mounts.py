@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-
-def _mount(*args: str) -> None:
-    subprocess.run(["mount", *args], check=True, capture_output=True, timeout=30)
-
-
-def _umount(path: Path) -> None:
-    res = subprocess.run(["umount", str(path)], check=False, capture_output=True, timeout=30)
-    if res.returncode != 0:  # busy: detach lazily rather than leave it behind
-        subprocess.run(["umount", "-l", str(path)], check=True, capture_output=True, timeout=30)
+from tests.support.mounts import mount, umount
 
 
 @contextlib.contextmanager
@@ -25,15 +16,15 @@ def tmpfs(path: Path, size: str = "256k", inodes: int | None = None) -> Iterator
     opts = f"size={size},mode=0700"
     if inodes is not None:
         opts += f",nr_inodes={inodes}"
-    _mount("-t", "tmpfs", "-o", opts, "reliability-tmpfs", str(path))
+    mount("-t", "tmpfs", "-o", opts, "reliability-tmpfs", str(path))
     try:
         yield path
     finally:
-        _umount(path)
+        umount(path)
 
 
 def remount_ro(path: Path) -> None:
-    _mount("-o", "remount,ro", str(path))
+    mount("-o", "remount,ro", str(path))
 
 
 def fill(directory: Path) -> int:

@@ -16,7 +16,7 @@ import pytest
 from cni_delguard import cli
 from cni_delguard.ops import doctor
 from tests.support.fakes import install_fake
-from tests.support.guard import install_guard
+from tests.support.noderoot import VERSION_ANSWER, shell_plugin, with_shell
 from tests.support.nodestate import libcni_result, log_lines, marker
 
 # Times of planted files are taken when a test runs, never at import: a suite collects this
@@ -42,7 +42,9 @@ class FakeNode:
                  "delegate": multus} if wrapped else multus)
         (self.conf_dir / "00-multus.conf").write_text(json.dumps(conf))
         (self.conf_dir / "10-ovn.conflist").write_text("{}")
-        install_guard(self.bin)
+        # doctor runs the guard with the node's root as /: a plugin that runs there
+        with_shell(root)
+        shell_plugin(self.bin / "cni-delguard", VERSION_ANSWER)
         install_fake(self.bin, "multus")
 
     def doctor(self, *extra: str) -> tuple[int, dict]:

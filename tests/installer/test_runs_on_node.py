@@ -1,0 +1,51 @@
+"""The installer and `ready` ask whether the plugin runs the way the runtime will run it: with the
+node's root as / (a chroot into --root), never through the installer image's own userland.
+
+A plugin can run from the installer's view and not at all on the node: here a bundle whose
+executable is a `#!/bin/sh` script answering VERSION (it runs from this machine, which has a
+/bin/sh), installed into a node root that has no /bin/sh (as a Talos node has none). Before issue
+17 the installer wrapped such a node and `ready` called it guarded; every ADD and DEL through the
+conf would then have failed. Now the wrap is refused (exit 5, one line saying why, the conf as it
+was) and `ready` says the plugin does not run there (exit 12).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.support.noderoot import needs_root
+
+from .conftest import MULTUS_CONF, make_bundle
+from .test_node_guarded import command
+
+
+def run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*command(), *argv], capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def test_a_plugin_that_cannot_run_on_the_node_is_never_wrapped_in(node, tmp_path: Path) -> None:
+    needs_root()
+    shell, away = node.root / "bin", node.root / "bin.away"
+    shell.rename(away)  # this node has no shell at all
+    src = make_bundle(tmp_path / "sh-bundle", "sh")
+    here = subprocess.run([src / "cni-delguard"], env={"CNI_COMMAND": "VERSION"},
+                          capture_output=True, text=True, check=False)
+    assert here.returncode == 0 and "supportedVersions" in here.stdout  # runs from here
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+
+    r = run("install", *node.args("--bundle-dir", str(src)))
+    assert r.returncode == 5, r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert f"with {node.root} as /" in r.stderr
+    assert "`#!/bin/sh` is missing there" in r.stderr
+    assert path.read_text() == MULTUS_CONF
+
+    away.rename(shell)  # with a shell it runs there: wrapped, and ready
+    assert run("install", *node.args("--bundle-dir", str(src))).returncode == 0
+    assert run("ready", *node.args()).returncode == 0
+    shell.rename(away)  # the node loses its shell: the plugin no longer runs there
+    r = run("ready", *node.args())
+    assert r.returncode == 12, r.stdout
+    assert "`#!/bin/sh` is missing there" in r.stdout
