@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-INTEGRATION_DIRS = tuple(HERE / d for d in ("cni_conformance", "reliability", "e2e_containerd"))
+INTEGRATION_DIRS = tuple(
+    HERE / d for d in ("cni_conformance", "reliability", "e2e_containerd", "node_roots")
+)
 # Markers that by themselves mean root and the host's namespaces, wherever the test lives.
 ROOT_MARKERS = ("netns", "containerd", "image")
 OPT_IN = (

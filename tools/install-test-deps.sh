@@ -7,8 +7,15 @@
 #   containernetworking-plugins  the reference plugins (bridge, host-local, portmap, tuning, ...)
 #   iproute2, iptables           ip netns, links; the bridge's masquerade and portmap's rules
 #   util-linux                   unshare(1): cnitool runs in a private mount namespace
-#   golang-go, dpkg-dev, xz-utils  build cnitool from Debian's source package
+#   golang-go, dpkg-dev, xz-utils  build cnitool from Debian's source package (and the static
+#                                fake delegate, tests/fakes/static_delegate)
 #   hyperfine                    the benchmarks
+#   gcc, libc6-dev, binutils     tools/build.sh: the static launcher, readelf (packaging/)
+#   debootstrap                  node roots of other distributions (tools/make-root.sh)
+#   busybox-static               a shell for fake node roots the installer runs the plugin in
+#
+# Then the node roots the tests install into: Debian bullseye (glibc 2.31) with its own
+# containernetworking-plugins (tools/make-root.sh, cached across runs in /var/cache/cni-delguard).
 #
 # Environment: CNITOOL_CACHE_DIR (see tools/build-cnitool.sh).
 set -euo pipefail
@@ -23,6 +30,11 @@ packages=(
     dpkg-dev
     xz-utils
     hyperfine
+    gcc
+    libc6-dev
+    binutils
+    debootstrap
+    busybox-static
 )
 
 log() { printf 'install-test-deps: %s\n' "$*" >&2; }
@@ -52,3 +64,4 @@ fi
 mkdir -p /var/lib/cni
 
 "$repo/tools/build-cnitool.sh"
+"$repo/tools/make-root.sh" bullseye "$(dpkg --print-architecture)" containernetworking-plugins >/dev/null
