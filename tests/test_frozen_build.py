@@ -158,13 +158,8 @@ printf '{"cniVersion":"1.0.0","interfaces":[],"ips":[]}'
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the guard's stateDir must be owned by root")
-def test_ctypes_is_bundled_but_never_loaded(bundle: Path, lab: Path) -> None:
-    """Why packaging/bootstrap/pyimod03_ctypes.py exists: ctypes is in the bundle, so
-    PyInstaller's own hook would load it on every exec; the no-op keeps it out of the process.
-    Checked on an ADD, held while its delegate runs, from the guard's own memory map."""
-    internal = bundle.resolve().parent / "_internal"
-    assert list(internal.glob("python3*/lib-dynload/_ctypes.*.so")), "ctypes no longer bundled"
+def held_guard_maps(bundle: Path, lab: Path) -> str:
+    """/proc/<pid>/maps of the guard's process during an ADD, held while its delegate runs."""
     holder = lab / "bin" / "holder"
     holder.write_text(HOLDING_DELEGATE, encoding="utf-8")
     holder.chmod(0o755)
@@ -187,6 +182,52 @@ def test_ctypes_is_bundled_but_never_loaded(bundle: Path, lab: Path) -> None:
             out = proc.stdout.read() if proc.stdout else b""
             proc.wait(timeout=60)
     assert proc.returncode == 0, out
+    internal = bundle.resolve().parent / "_internal"
     assert str(internal) in maps, "not the guard's Python process"
+    return maps
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the guard's stateDir must be owned by root")
+def test_ctypes_is_bundled_but_never_loaded(bundle: Path, lab: Path) -> None:
+    """Why packaging/bootstrap/pyimod03_ctypes.py exists: ctypes is in the bundle, so
+    PyInstaller's own hook would load it on every exec; the no-op keeps it out of the process.
+    Checked on an ADD, held while its delegate runs, from the guard's own memory map."""
+    internal = bundle.resolve().parent / "_internal"
+    assert list(internal.glob("python3*/lib-dynload/_ctypes.*.so")), "ctypes no longer bundled"
+    maps = held_guard_maps(bundle, lab)
     assert "_ctypes" not in maps
     assert "libffi" not in maps
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the guard's stateDir must be owned by root")
+def test_every_file_the_guard_maps_is_the_bundles_own(bundle: Path, lab: Path) -> None:
+    """The loader, the C library and every other file mapped into the running guard come from
+    its bundle (packaging/selfcontain.py), none from the host's /lib or /usr/lib: the guard runs
+    the same on a host whose C library is older, or absent (tests/node_roots run it there)."""
+    folder = bundle.resolve().parent
+    maps = held_guard_maps(bundle, lab)
+    files = {line.split(maxsplit=5)[5] for line in maps.splitlines()
+             if len(line.split(maxsplit=5)) == 6 and line.split(maxsplit=5)[5].startswith("/")}
+    assert files, maps
+    assert {f for f in files if not f.startswith(f"{folder}/")} == set(), maps
+    names = {Path(f).name for f in files}
+    assert {"libc.so.6", "libpython3.11.so.1.0"} <= names
+    assert any(n.startswith("ld-linux") for n in names), names
+
+
+def test_the_bundle_is_of_one_arch_and_its_launcher_is_static(bundle: Path) -> None:
+    """Every ELF file is of this machine's arch; the executable the runtime runs needs no loader."""
+    folder = bundle.resolve().parent
+    machine = {"x86_64": "X86-64", "aarch64": "AArch64"}[os.uname().machine]
+    for path in folder.rglob("*"):
+        if not path.is_file() or path.is_symlink():
+            continue
+        with path.open("rb") as f:
+            if f.read(4) != b"\x7fELF":
+                continue
+        header = subprocess.run(["readelf", "-h", str(path)], capture_output=True, text=True,
+                                check=True).stdout
+        assert machine in header, path
+    program = subprocess.run(["readelf", "-l", str(bundle.resolve())], capture_output=True,
+                             text=True, check=True).stdout
+    assert "INTERP" not in program
