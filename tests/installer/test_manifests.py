@@ -27,6 +27,7 @@ MANIFESTS = sorted(INSTALLER.glob("*.yaml")) + sorted(KUSTOMIZE.rglob("daemonset
 # The oldest Kubernetes still commonly run, and the newest schema the package ships.
 VERSIONS = ["1.28.0", kubernetes_validate.utils.latest_version()]
 HOST_PATHS = {"/opt/cni/bin", "/etc/cni/net.d", "/var/lib/cni", "/var/log/cni-delguard"}
+HOST_ROOT = "/"  # read-only: the plugin is run chrooted into it, as the runtime runs it
 ENTRY = "/usr/lib/cni-delguard/cni-delguard"
 
 
@@ -156,12 +157,20 @@ def test_the_selinux_overlay_sets_spc_t():
 def test_the_container_mounts_every_host_dir_under_its_root():
     spec = pod(load(INSTALLER / "daemonset.yaml"))
     volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
-    assert set(volumes.values()) == HOST_PATHS
+    assert set(volumes.values()) == HOST_PATHS | {HOST_ROOT}
     (c,) = spec["containers"]
     root = cli_args(c).root
-    mounts = {m["mountPath"] for m in c["volumeMounts"]}
-    assert mounts == {root + volumes[m["name"]] for m in c["volumeMounts"]}
-    assert {root + p for p in HOST_PATHS} == mounts
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    assert set(mounts) == {os.path.normpath(root + volumes[m["name"]]) for m in mounts.values()}
+    assert {root + p for p in HOST_PATHS} | {root} == set(mounts)
+    # the host's / read-only, the dirs the installer writes (and reads the log of) over it
+    assert mounts[root].get("readOnly") is True
+    assert all(not mounts[root + p].get("readOnly") for p in HOST_PATHS - {"/var/log/cni-delguard"})
+
+
+def test_the_container_may_chroot_into_the_host_to_run_the_plugin_there():
+    (c,) = pod(load(INSTALLER / "daemonset.yaml"))["containers"]
+    assert "SYS_CHROOT" in c["securityContext"]["capabilities"]["add"]
 
 
 def test_the_exit_codes_are_all_distinct():
