@@ -5,17 +5,18 @@
 #
 # Build with tools/build-image.sh (buildah, no registry needed), or any builder:
 #   buildah bud --build-arg BASE=<a Debian bookworm image> -t cni-delguard:0.1.0 .
-# BASE is the build stage's image; RUNTIME the final one (scratch: the bundle, the few glibc
-# libraries it links and an empty /tmp; pass RUNTIME=<BASE> for an image with a shell to debug).
+# BASE is the build stage's image; RUNTIME the final one (scratch: the bundle, which carries its
+# own loader and C library, and an empty /tmp; pass RUNTIME=<BASE> for an image with a shell).
 ARG BASE=docker.io/library/debian:bookworm
 ARG RUNTIME=scratch
 
 FROM ${BASE} AS build
 ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
-# libpython3.11: PyInstaller bundles the shared libpython; binutils: strip.
+# libpython3.11: PyInstaller bundles the shared libpython; binutils: strip, readelf; gcc and
+# libc6-dev: the bundle's static launcher (packaging/selfcontain.py).
 RUN apt-get update -qq \
     && apt-get install -y -qq --no-install-recommends \
-       python3 python3-venv libpython3.11 binutils \
+       python3 python3-venv libpython3.11 binutils gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY pyproject.toml ./
@@ -27,7 +28,7 @@ COPY installer/smoke-test.sh installer/
 RUN python3 -m venv /venv && PYTHON=/venv/bin/python tools/build.sh
 # The installer itself, from the bundle: install into a fake node, uninstall, byte-identical.
 RUN installer/smoke-test.sh /src/dist/cni-delguard/cni-delguard
-# The final image's filesystem: the bundle and the few system libraries it links.
+# The final image's filesystem: the bundle, run there with nothing else to prove it needs nothing.
 COPY installer/stage-rootfs.sh installer/
 RUN installer/stage-rootfs.sh /src/dist/cni-delguard /rootfs
 

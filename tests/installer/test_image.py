@@ -54,7 +54,9 @@ def image():
 
 
 def podman_run(image, node, *args, entrypoint=None, detach=False):
-    """The image run as the DaemonSet runs it: host dirs under /host, read-only, few caps."""
+    """The image run as the DaemonSet runs it: the node's / read-only under /host with the CNI
+    dirs writable over it, a read-only image, few capabilities (SYS_CHROOT to run the plugin
+    in the node's root)."""
     cmd = [
         "podman",
         "run",
@@ -71,7 +73,9 @@ def podman_run(image, node, *args, entrypoint=None, detach=False):
         "--cap-drop",
         "ALL",
         "--cap-add",
-        "CHOWN,DAC_OVERRIDE",
+        "CHOWN,DAC_OVERRIDE,SYS_CHROOT",
+        "--volume",
+        f"{node.root}:/host:ro",
     ]
     for d in ("opt/cni/bin", "etc/cni/net.d", "var/lib/cni", "var/log/cni-delguard"):
         (node.root / d).mkdir(parents=True, exist_ok=True)
