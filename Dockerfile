@@ -24,8 +24,13 @@ COPY tools/build.sh tools/
 COPY packaging packaging/
 COPY cni_delguard cni_delguard/
 COPY installer/smoke-test.sh installer/
-# The project's build command: pinned PyInstaller, smoke test of the frozen binary.
-RUN python3 -m venv /venv && PYTHON=/venv/bin/python tools/build.sh
+# The project's build, with this stage's Debian python3.11 as the build root (tools/build.sh
+# --here): the pins at packaging/constraints.txt's versions, PyInstaller, its own loader and C
+# library, the smoke test. SOURCE_DATE_EPOCH (tools/build-image.sh passes the commit's time) makes
+# it the same bundle as tools/build.sh's.
+ARG SOURCE_DATE_EPOCH=0
+RUN python3 -m venv /venv && SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH} PYTHON=/venv/bin/python \
+    tools/build.sh --here
 # The installer itself, from the bundle: install into a fake node, uninstall, byte-identical.
 RUN installer/smoke-test.sh /src/dist/cni-delguard/cni-delguard
 # The final image's filesystem: the bundle, run there with nothing else to prove it needs nothing.

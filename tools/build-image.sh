@@ -54,7 +54,8 @@ build() {
     printf '[global]\ncert = /etc/pip-build-ca.crt\n' >"$tmp/pip.conf"
     buildah bud --isolation chroot --network host --layers \
         --volume "$ca:/etc/pip-build-ca.crt:ro" --volume "$tmp/pip.conf:/etc/pip.conf:ro" \
-        --build-arg "BASE=$base" --tag "$image" --file "$context/Dockerfile" "$context" \
+        --build-arg "BASE=$base" --build-arg "SOURCE_DATE_EPOCH=$(git -C "$repo" log -1 --format=%ct)" \
+        --tag "$image" --file "$context/Dockerfile" "$context" \
         >"$tmp/log" 2>&1 || { tail -n 40 "$tmp/log" >&2; exit 1; }
     local size
     size=$(podman image inspect --format '{{.Size}}' "$image")

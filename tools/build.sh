@@ -1,26 +1,68 @@
 #!/usr/bin/env bash
-# build.sh: freeze cni-delguard into the one-folder bundle dist/cni-delguard/ (executable
-# dist/cni-delguard/cni-delguard) with packaging/cni-delguard.spec, make it need nothing from the
-# host's userland (packaging/selfcontain.py: its own loader and C library, a static launcher),
-# then smoke-test it through a symlink, as root in a root that holds nothing but the bundle.
+# build.sh: freeze cni-delguard into a self-contained one-folder bundle and smoke-test it.
 #
-# Needs (besides the Python pins): gcc and libc6-dev (the static launcher), binutils (readelf).
+#   tools/build.sh                 this machine's arch: dist/cni-delguard/ (dist/cni-delguard/cni-delguard)
+#   tools/build.sh --arch arm64    another arch, under qemu-user: dist/arm64/cni-delguard/
+#   tools/build.sh --here          with this environment's Python ($PYTHON, default python3), no
+#                                  build root: what the Dockerfile's build stage and the build
+#                                  root itself run; --out DIR puts the bundle there, not in dist/
 #
-# Usage: tools/build.sh            (from anywhere; PYTHON=python3.11 to pick the interpreter)
+# One recipe for every arch, the arch being data: the build runs in a Debian bookworm root of the
+# target arch (tools/make-root.sh: debootstrap, cached), never in this machine's own Python:
+# Debian's python3.11 and libpython3.11 (built with PGO and LTO), the pins of pyproject.toml at the
+# exact versions of packaging/constraints.txt in a venv cached per arch and pins, PyInstaller with packaging/cni-delguard.spec, then
+# packaging/selfcontain.py: the bundle's own loader and C library (the build root's glibc 2.36)
+# and a static launcher, so it needs nothing from the host that runs it. A foreign arch's root
+# runs under qemu-user-static through binfmt_misc (tools/binfmt.sh). The mounts it needs
+# (an overlay on the root, /proc, the venv) live in a private mount namespace: they vanish with
+# it, whatever happens to the build. Needs root.
 #
-# Reproducible: SOURCE_DATE_EPOCH is the last commit's time and PYTHONHASHSEED=0, so two builds of
-# one commit with the same interpreter and pins give the same bundle. Build dependencies are the
-# pins in pyproject.toml (the runtime dependencies and the `freeze` extra); pip is asked only for
-# what is missing or at another version.
+# The smoke test, in the build root: VERSION and a DEL with no evidence, chrooted into a root that
+# holds nothing but the bundle (no loader, no C library, no shell, no /proc), through a symlink.
 #
-# Several people and test runs share one work tree: each build works in a dir of its own, the new
-# bundle is smoke-tested before it replaces dist/cni-delguard, and the replacement is two renames,
-# so a failed build never replaces a working bundle and tests running meanwhile never find none.
+# Reproducible: SOURCE_DATE_EPOCH is the last commit's time and PYTHONHASHSEED=0; two builds of
+# one tree in one build root give the same bytes. So a finished bundle is cached, keyed by every
+# input (the sources, the build scripts, the root, the pins, the commit time): a second build of
+# the same tree takes seconds. Cache: $DELGUARD_CACHE_DIR (default /var/cache/cni-delguard).
+#
+# Several people and test runs share one work tree: each build works in a dir of its own, and the
+# new bundle replaces dist's in two renames once it passed the smoke test, so a failed build
+# never replaces a working bundle and tests running meanwhile never find none.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-python=${PYTHON:-python3}
 cd "$repo"
+python=${PYTHON:-python3}
+cache=${DELGUARD_CACHE_DIR:-/var/cache/cni-delguard}
+host_arch=$(dpkg --print-architecture)
+# What the build root holds besides debootstrap's minbase (the arch comes from the root itself).
+ROOT_PACKAGES=(python3.11 python3.11-venv libpython3.11 binutils gcc libc6-dev)
+# What goes into a build: its cache key digests these (git ls-files: tracked and untracked).
+INPUTS=(pyproject.toml cni_delguard packaging tools/build.sh tools/make-root.sh)
+
+# Scratch dirs, removed on exit (never across a mount: every mount is in the namespace, gone).
+cleanup=()
+trap 'rm -rf --one-file-system "${cleanup[@]}"' EXIT
+usage() { echo "usage: tools/build.sh [--arch ARCH | --here [--out DIR]]" >&2; exit 2; }
+log() { printf 'build.sh: %s\n' "$*" >&2; }
+fail() { log "smoke test failed: $*"; exit 1; }
+
+if [ "${1:-}" = --in-namespace ]; then
+    shift
+    in_namespace_args=("$@")
+    set --
+fi
+arch=$host_arch here="" out=""
+while [ $# -gt 0 ]; do
+    case $1 in
+        --arch) arch=${2:?--arch needs an arch (amd64, arm64)}; shift 2 ;;
+        --here) here=1; shift ;;
+        --out) out=${2:?--out needs a dir}; shift 2 ;;
+        *) usage ;;
+    esac
+done
+case $arch in amd64 | arm64) ;; *) log "unknown arch $arch (amd64, arm64)"; exit 2 ;; esac
+[ -z "$out" ] || [ -n "$here" ] || usage
 
 pinned_requirements() {
     "$python" - <<'PY'
@@ -33,40 +75,10 @@ for req in project["dependencies"] + project["optional-dependencies"]["freeze"]:
 PY
 }
 
-install_build_deps() {
-    local reqs
-    mapfile -t reqs < <(pinned_requirements)
-    "$python" -m pip install --quiet --disable-pip-version-check "${reqs[@]}"
-}
-
-freeze() { # STAGE-DIR WORK-DIR
-    export SOURCE_DATE_EPOCH
-    SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || echo 0)
-    export PYTHONHASHSEED=0
-    "$python" -m PyInstaller --noconfirm --clean --log-level WARN \
-        --workpath "$2" --distpath "$1" packaging/cni-delguard.spec
-}
-
-# Put the staged bundle in place of dist/cni-delguard (two renames), then drop the old one.
-install_bundle() { # STAGE-DIR
-    local old=""
-    if [ -e dist/cni-delguard ]; then
-        old=$(mktemp -d dist/.old.XXXXXX)
-        mv dist/cni-delguard "$old/"
-    fi
-    mv "$1/cni-delguard" dist/cni-delguard
-    [ -z "$old" ] || rm -rf "$old"
-}
-
-fail() {
-    echo "build.sh: smoke test failed: $*" >&2
-    exit 1
-}
-
-# VERSION, then a DEL with no evidence: exit 0, nothing on stdout. Run as the runtime would run it
-# on a host that has nothing the bundle could lean on: as root, chrooted into a root that holds only
-# the bundle (no C library, no loader, no shell, no /proc), reached through a symlink. Not as root,
-# the same checks run from this machine's view, and say so.
+# VERSION, then a DEL with no evidence: exit 0, nothing on stdout, a skip logged. Run as the
+# runtime would run it on a host with nothing the bundle could lean on: as root, chrooted into a
+# root that holds only the bundle, reached through a symlink. Not as root, the same checks run
+# from this machine's view, and say so.
 smoke_test() { # BUNDLE-DIR SCRATCH-DIR
     local root=$2/root top="" run=() out rc conf where="in an empty root"
     mkdir -p "$root/bin" "$root/tmp"
@@ -93,18 +105,132 @@ smoke_test() { # BUNDLE-DIR SCRATCH-DIR
     [ "$rc" -eq 0 ] || fail "no-evidence DEL exited $rc: $out"
     [ -z "$out" ] || fail "no-evidence DEL printed on stdout: $out"
     grep -q '"decision": "skip"' "$root/tmp/log" || fail "no-evidence DEL logged no skip"
-    echo "smoke test passed $where: VERSION, no-evidence DEL (exit 0, empty stdout, logged)"
+    log "smoke test passed $where: VERSION, no-evidence DEL (exit 0, empty stdout, logged)"
 }
 
-start=$(date +%s)
-install_build_deps
+# --here: pins, PyInstaller, selfcontain, smoke test, with this environment's Python.
+freeze_here() { # OUT-DIR (gets cni-delguard/)
+    local reqs work
+    mapfile -t reqs < <(pinned_requirements)
+    "$python" -m pip install --quiet --disable-pip-version-check -c packaging/constraints.txt \
+        "${reqs[@]}"
+    work=$(mktemp -d "${TMPDIR:-/tmp}/delguard-build.XXXXXX")
+    cleanup+=("$work")
+    SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
+        PYTHONHASHSEED=0 "$python" -m PyInstaller --noconfirm --clean --log-level WARN \
+        --workpath "$work/pyinstaller" --distpath "$work/dist" packaging/cni-delguard.spec
+    "$python" packaging/selfcontain.py "$work/dist/cni-delguard"
+    smoke_test "$work/dist/cni-delguard" "$work/smoke"
+    rm -rf "$1/cni-delguard"
+    mkdir -p "$1"
+    mv "$work/dist/cni-delguard" "$1/cni-delguard"
+}
+
+# The digest of every input of a build in a given root: the cache key of its bundle.
+build_key() { # ROOT-TEMPLATE
+    {
+        printf 'root=%s\nepoch=%s\n' "$1" "$SOURCE_DATE_EPOCH"
+        pinned_requirements
+        git ls-files -z --cached --others --exclude-standard -- "${INPUTS[@]}" |
+            sort -z | xargs -0 sha256sum
+    } | sha256sum | cut -c1-16
+}
+
+# In a private mount namespace (unshare runs this script again with --in-namespace): an overlay
+# on the build root, /proc, the cached venv at /venv and the sources at /src; then this script's
+# --here inside it, writing the bundle to /out (OUT-DIR).
+in_namespace() { # TEMPLATE WORK VENV OUT-DIR
+    local template=$1 work=$2 venv=$3 outdir=$4 root=$2/root
+    mkdir -p "$work/upper" "$work/scratch" "$root"
+    mount -t overlay overlay -o "lowerdir=$template,upperdir=$work/upper,workdir=$work/scratch" "$root"
+    mount -t proc proc "$root/proc"
+    mkdir -p "$root/venv" "$root/out" "$root/src"
+    mount --bind "$venv" "$root/venv"
+    mount --bind "$outdir" "$root/out"
+    git ls-files -z --cached --others --exclude-standard -- "${INPUTS[@]}" |
+        xargs -0 cp --parents -t "$root/src"
+    cp /etc/resolv.conf "$root/etc/resolv.conf"
+    cp "${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}" "$root/etc/delguard-build-ca.crt"
+    local env=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+        PIP_CERT=/etc/delguard-build-ca.crt PIP_DISABLE_PIP_VERSION_CHECK=1
+        SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH")
+    if [ ! -e "$venv/.complete" ]; then
+        chroot "$root" "${env[@]}" python3.11 -m venv --clear /venv
+        touch "$venv/.complete"
+    fi
+    chroot "$root" "${env[@]}" PYTHON=/venv/bin/python TMPDIR=/tmp \
+        sh -c 'cd /src && tools/build.sh --here --out /out'
+}
+
+# Default: the bundle for ARCH from its build root (or the cache), into STAGE-DIR/cni-delguard.
+freeze_in_root() { # STAGE-DIR
+    [ "$(id -u)" -eq 0 ] || {
+        log "needs root (a chroot build root); tools/build.sh --here builds with this machine's Python"
+        exit 1
+    }
+    local template key bundles venv work
+    template=$(tools/make-root.sh bookworm "$arch" "${ROOT_PACKAGES[@]}")
+    export SOURCE_DATE_EPOCH
+    SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || echo 0)
+    key=$(build_key "$template")
+    bundles=$cache/bundles/$arch-$key
+    if [ -f "$bundles/.complete" ]; then
+        log "cached: the same inputs were built before ($bundles)"
+        cp -a "$bundles/cni-delguard" "$1/"
+        return
+    fi
+    venv=$cache/venvs/$arch-$( (basename "$template"; pinned_requirements; cat packaging/constraints.txt) |
+        sha256sum | cut -c1-12)
+    mkdir -p "$venv" "$cache/bundles"
+    work=$(mktemp -d "$repo/build/root.XXXXXX")
+    cleanup+=("$work")
+    mkdir "$work/out"
+    unshare --mount --propagation private -- "$0" --in-namespace "$template" "$work" "$venv" \
+        "$work/out"
+    local new
+    new=$(mktemp -d "$cache/bundles/.new.XXXXXX")
+    cp -a "$work/out/cni-delguard" "$new/"
+    touch "$new/.complete"
+    rm -rf "$bundles"  # an incomplete one; a complete one of a build that ran alongside: the same
+    mv -T "$new" "$bundles" 2>/dev/null || rm -rf "$new"
+    # Keep the last few bundles of each arch, not every commit's.
+    ls -1dt "$cache/bundles/$arch-"* 2>/dev/null | tail -n +6 | xargs -r rm -rf
+    cp -a "$bundles/cni-delguard" "$1/"
+}
+
+# Put the staged bundle in place of DEST (two renames), then drop the old one.
+install_bundle() { # STAGE-DIR DEST
+    local old=""
+    mkdir -p "$(dirname "$2")"
+    if [ -e "$2" ]; then
+        old=$(mktemp -d "$(dirname "$2")/.old.XXXXXX")
+        mv "$2" "$old/"
+    fi
+    mv "$1/cni-delguard" "$2"
+    [ -z "$old" ] || rm -rf "$old"
+}
+
+if [ -n "${in_namespace_args+set}" ]; then
+    in_namespace "${in_namespace_args[@]}"
+    exit 0
+fi
+
+start=$SECONDS
+if [ -n "$here" ] && [ -n "$out" ]; then
+    freeze_here "$out"
+    exit 0
+fi
+dest=dist/cni-delguard
+[ "$arch" = "$host_arch" ] || dest=dist/$arch/cni-delguard
 mkdir -p build dist
 stage=$(mktemp -d dist/.stage.XXXXXX)
-work=$(mktemp -d build/work.XXXXXX)
-trap 'rm -rf "$stage" "$work"' EXIT
-freeze "$stage" "$work"
-"$python" packaging/selfcontain.py "$stage/cni-delguard"
-smoke_test "$repo/$stage/cni-delguard" "$repo/$work/smoke"
-install_bundle "$stage"
-echo "built dist/cni-delguard in $(($(date +%s) - start)) s," \
-    "$(du -sh dist/cni-delguard | cut -f1) on disk, $(find dist/cni-delguard -type f | wc -l) files"
+cleanup+=("$stage")
+if [ -n "$here" ]; then
+    [ "$arch" = "$host_arch" ] || { log "--here builds this machine's arch only"; exit 2; }
+    freeze_here "$stage"
+else
+    freeze_in_root "$stage"
+fi
+install_bundle "$stage" "$dest"
+log "built $dest ($arch) in $((SECONDS - start)) s, $(du -sh "$dest" | cut -f1) on disk," \
+    "$(find "$dest" -type f | wc -l) files"

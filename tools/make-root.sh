@@ -42,13 +42,23 @@ if [ "$arch" != "$(dpkg --print-architecture)" ]; then
     "$repo/tools/binfmt.sh" "$arch" >&2
 fi
 tmp=$(mktemp -d "$cache/.new.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf --one-file-system "$tmp"' EXIT
 start=$SECONDS
-log "debootstrap $suite $arch${packages:+ with $packages} (once; cached in $dest)"
-if ! debootstrap --variant="$variant" --arch="$arch" ${packages:+--include="$packages"} \
+log "debootstrap $suite $arch${packages:+, then $packages} (once; cached in $dest)"
+if ! debootstrap --variant="$variant" --arch="$arch" \
     "$suite" "$tmp/root" "$("$repo/tools/apt-private.sh" mirror)" >"$tmp/log" 2>&1; then
     tail -n 30 "$tmp/log" >&2
     exit 1
+fi
+# The packages with the root's own apt (debootstrap's --include resolves dependencies less
+# completely: python3.11-venv failed to configure that way), with /proc mounted for their scripts
+# in a private mount namespace: it goes with the namespace, however the install ends.
+if [ -n "$packages" ]; then
+    unshare --mount-proc="$tmp/root/proc" --propagation private -- \
+        chroot "$tmp/root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+        DEBIAN_FRONTEND=noninteractive sh -c \
+        "apt-get -qq update && apt-get -qq install -y --no-install-recommends ${packages//,/ }" \
+        >>"$tmp/log" 2>&1 || { tail -n 30 "$tmp/log" >&2; exit 1; }
 fi
 rm -rf "$tmp/root/var/cache/apt/archives"/*.deb "$tmp/root/var/lib/apt/lists"/*_Packages
 touch "$tmp/root/.complete"
