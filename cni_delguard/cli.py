@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cni_delguard import CURRENT_VERSION, __version__
+from cni_delguard import CURRENT_VERSION
 from cni_delguard.cni import errors
 
 TYPE_CHECKING = False
@@ -133,12 +133,13 @@ def _version_of(data: bytes) -> str | None:
 
 def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     """Every subcommand registers itself from its own module (the tools' floors)."""
+    from cni_delguard import buildinfo
     from cni_delguard.node import cli as node_cli
     from cni_delguard.ops import doctor, listing, metrics, release, stats
     from cni_delguard.tooling import Parser
 
     parser = Parser(prog="cni-delguard", description=DESCRIPTION, out=out, err=err)
-    parser.add_argument("--version", action="version", version=f"cni-delguard {__version__}")
+    parser.add_argument("--version", action="version", version=buildinfo.line())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     stats.register(sub)
     listing.register(sub)
@@ -151,7 +152,9 @@ def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
 
 
 def _print_version(out: TextIO) -> int:
-    out.write(f"cni-delguard {__version__}\n")
+    from cni_delguard import buildinfo
+
+    out.write(buildinfo.line() + "\n")
     return 0
 
 

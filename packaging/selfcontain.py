@@ -15,7 +15,10 @@ Alpine) every ADD and DEL would fail. So, after PyInstaller:
    build root, until the closure is complete: the bundle's loader, asked to list each ELF file's
    dependencies with `--inhibit-cache --library-path _internal`, resolves every one inside the
    bundle;
-3. every ELF file is checked to be of one machine (no stray file of another arch).
+3. every ELF file is checked to be of one machine (no stray file of another arch);
+4. `_internal/delguard-build.json` says what was built: the arch (from that machine), the build
+   Python's version and the glibc copied in (read by cni_delguard/buildinfo.py: `--version`, and
+   the manifest of a version the installer puts on a node).
 
 Needs a C compiler with a static libc (Debian: gcc, libc6-dev; CC overrides) and binutils'
 readelf, both of the build root's arch. Deterministic: the same build root gives the same bytes.
@@ -23,7 +26,9 @@ readelf, both of the build root's arch. Deterministic: the same build root gives
 
 from __future__ import annotations
 
+import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -36,6 +41,9 @@ FROZEN = "cni-delguard.frozen"  # launcher.c's PROGRAM
 LIBDIR = "_internal"  # launcher.c's LIBDIR and PyInstaller's contents directory
 ELF_MAGIC = b"\x7fELF"
 _LISTED = re.compile(r"^\s*(\S+) => (.+?)(?: \(0x[0-9a-f]+\))?$")
+# readelf's name of a machine, as Debian, Kubernetes and OCI images name the arch.
+ARCH_OF_MACHINE = {"Advanced Micro Devices X86-64": "amd64", "AArch64": "arm64"}
+BUILD_INFO = "delguard-build.json"  # cni_delguard/buildinfo.py's FILE
 
 
 class SelfContainError(Exception):
@@ -137,8 +145,17 @@ def selfcontain(bundle: Path) -> None:
     machines = {machine(p) for p in elf_files(bundle)}
     if len(machines) != 1:
         raise SelfContainError(f"{bundle} holds ELF files of several machines: {sorted(machines)}")
+    (found,) = machines
+    if found not in ARCH_OF_MACHINE:
+        raise SelfContainError(f"{bundle} is for {found}, an arch this project does not build")
+    info = {
+        "arch": ARCH_OF_MACHINE[found],
+        "python": platform.python_version(),  # the build Python: the one frozen in
+        "glibc": os.confstr("CS_GNU_LIBC_VERSION"),  # the build root's: the one copied in
+    }
+    (bundle / LIBDIR / BUILD_INFO).write_text(json.dumps(info, sort_keys=True) + "\n")
     print(f"selfcontain: launcher for {loader.name}; added {', '.join([loader.name, *added])}; "
-          f"every ELF file is {machines.pop()}")
+          f"every ELF file is {found}; {info}")
 
 
 if __name__ == "__main__":

@@ -182,7 +182,8 @@ def install_bundle(opts: Options, say: Say) -> bool:
         )
         return True
     bundle.apply(p, opts.root)
-    say(f"{opts.bin_dir}/{bundle.LINK_NAME} -> {p.target} (verified complete, runs on the node)")
+    say(f"{opts.bin_dir}/{bundle.LINK_NAME} -> {p.target} ({p.arch or 'arch unknown'}, "
+        "verified complete, runs on the node)")
     return True
 
 

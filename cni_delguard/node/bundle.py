@@ -4,7 +4,8 @@ Layout in the bin dir:
 
     cni-delguard -> .cni-delguard-<digest>/cni-delguard    (relative symlink, what runtimes exec)
     .cni-delguard-<digest>/                                 (a complete copy of the bundle)
-    .cni-delguard-<digest>/.delguard-manifest.json  (each entry: kind, exec bit, size, sha256)
+    .cni-delguard-<digest>/.delguard-manifest.json  (each entry: kind, exec bit, size, sha256;
+                                                     and the bundle's arch, from its build info)
 
 A new version is copied into `.cni-delguard-<digest>.<pid>-<random>.tmp/` (unique across PID
 namespaces: two installers in two containers are both PID 1), every file and directory fsynced,
@@ -53,6 +54,7 @@ class Plan:
     digest: str
     entries: Entries
     current: str | None  # what the link points to now (None: no link)
+    arch: str | None = None  # from the bundle's build info (None: a bundle without one)
 
     @property
     def version_name(self) -> str:
@@ -285,7 +287,20 @@ def plan(bundle_dir: str, bin_dir: str) -> Plan:
     if not os.path.isdir(bin_dir):
         raise BundleError(f"bin dir {bin_dir} does not exist")
     entries = manifest(bundle_dir)
-    return Plan(bin_dir, bundle_dir, digest_of(entries), entries, current_target(bin_dir))
+    return Plan(bin_dir, bundle_dir, digest_of(entries), entries, current_target(bin_dir),
+                arch_of(bundle_dir))
+
+
+def arch_of(bundle_dir: str) -> str | None:
+    """The arch a frozen bundle was built for (its `_internal/delguard-build.json`)."""
+    from cni_delguard import buildinfo
+
+    try:
+        raw = fsutil.read_regular(None, _j(_j(bundle_dir, "_internal"), buildinfo.FILE), 65536)
+        arch = json.loads(raw.data).get("arch")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return arch if isinstance(arch, str) else None
 
 
 def current_target(bin_dir: str) -> str | None:
@@ -331,7 +346,8 @@ def _copy_version(p: Plan, final: str) -> None:
     tmp = os.path.join(p.bin_dir, fsutil.temp_name(p.version_name)[1:])
     try:
         _copy_tree(p.bundle_dir, tmp)
-        body = json.dumps({"digest": p.digest, "entries": p.entries}, sort_keys=True)
+        body = json.dumps({"digest": p.digest, "arch": p.arch, "entries": p.entries},
+                          sort_keys=True)
         fd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             fsutil.write_atomic(fd, MANIFEST, body.encode(), mode=0o644)

@@ -52,6 +52,11 @@ def test_frozen_binary_installs_its_own_folder_and_uninstalls(node):
     r = frozen("install", *node.args())
     assert r.returncode == 0, r.stderr
     assert json.loads(path.read_text())["type"] == "cni-delguard"
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}[os.uname().machine]
+    (manifest,) = node.bin.glob(".cni-delguard-*/.delguard-manifest.json")
+    assert json.loads(manifest.read_text())["arch"] == arch  # the bundle's build info
+    assert f"({arch}, verified complete, runs on the node)" in r.stderr
+    assert frozen("--version").stdout.startswith(f"cni-delguard 0.1.0 ({arch}; frozen, Python ")
     v = version_via(node.bin / "cni-delguard")
     assert v.returncode == 0, v.stderr
     assert "1.0.0" in json.loads(v.stdout)["supportedVersions"]

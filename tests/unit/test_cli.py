@@ -377,7 +377,13 @@ def test_a_usage_error_is_exit_2_with_the_usage_on_stderr(argv):
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["version"]])
-def test_version_is_printed_on_stdout(argv):
-    from cni_delguard import __version__
+def test_version_is_printed_on_stdout_with_the_arch(argv):
+    import platform
 
-    assert _tool(*argv) == (0, f"cni-delguard {__version__}\n", "")
+    from cni_delguard import __version__, buildinfo
+
+    arch = buildinfo.ARCHES.get(platform.machine(), platform.machine())
+    code, out, err = _tool(*argv)
+    assert (code, err) == (0, "")
+    assert out.startswith(f"cni-delguard {__version__} ({arch}; from source, Python 3.11")
+    assert out.endswith(")\n") and out.count("\n") == 1

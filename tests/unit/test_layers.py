@@ -22,6 +22,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "cni_delguard"
 FLOORS = {
     "cni_delguard": 0,  # __init__: the version and the spec versions, nothing else
     "tooling": 0,  # the operator commands' argparse base; imports nothing of ours
+    "buildinfo": 0,  # what this program was built as (version, arch); imports only __init__
     "cni": 0,  # the CNI protocol: errors, environment and identifiers, JSON
     "state": 1,  # the guard's files on disk: primitives, markers, locks
     "invoke": 1,  # the delegate's process: find, spawn, watch, reap
