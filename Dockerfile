@@ -3,8 +3,9 @@
 # at /host (`install --watch --root /host`); installer/daemonset.yaml passes the same arguments.
 # `uninstall --root /host` and `ready --root /host` are the other commands a node needs.
 #
-# Build with tools/build-image.sh (buildah, no registry needed), or any builder:
-#   buildah bud --build-arg BASE=<a Debian bookworm image> -t cni-delguard:0.1.0 .
+# Build with tools/build-image.sh (buildah, no registry needed; amd64 and arm64 and one manifest
+# list naming both), or any builder, for any platform it can run:
+#   buildah bud --platform linux/arm64 --build-arg BASE=<a Debian bookworm image> -t cni-delguard .
 # BASE is the build stage's image; RUNTIME the final one (scratch: the bundle, which carries its
 # own loader and C library, and an empty /tmp; pass RUNTIME=<BASE> for an image with a shell).
 ARG BASE=docker.io/library/debian:bookworm
@@ -19,8 +20,11 @@ RUN apt-get update -qq \
        python3 python3-venv libpython3.11 binutils gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
+# The pins first, in a layer of their own: a change to the sources does not download them again.
 COPY pyproject.toml ./
+COPY packaging/constraints.txt packaging/
 COPY tools/build.sh tools/
+RUN python3 -m venv /venv && PYTHON=/venv/bin/python tools/build.sh --pins-only
 COPY packaging packaging/
 COPY cni_delguard cni_delguard/
 COPY installer/smoke-test.sh installer/
@@ -29,8 +33,7 @@ COPY installer/smoke-test.sh installer/
 # library, the smoke test. SOURCE_DATE_EPOCH (tools/build-image.sh passes the commit's time) makes
 # it the same bundle as tools/build.sh's.
 ARG SOURCE_DATE_EPOCH=0
-RUN python3 -m venv /venv && SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH} PYTHON=/venv/bin/python \
-    tools/build.sh --here
+RUN SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH} PYTHON=/venv/bin/python tools/build.sh --here
 # The installer itself, from the bundle: install into a fake node, uninstall, byte-identical.
 RUN installer/smoke-test.sh /src/dist/cni-delguard/cni-delguard
 # The final image's filesystem: the bundle, run there with nothing else to prove it needs nothing.

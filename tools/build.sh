@@ -6,6 +6,10 @@
 #   tools/build.sh --here          with this environment's Python ($PYTHON, default python3), no
 #                                  build root: what the Dockerfile's build stage and the build
 #                                  root itself run; --out DIR puts the bundle there, not in dist/
+#   tools/build.sh --pins-only     only install the pins into $PYTHON's environment (a layer of
+#                                  the Dockerfile of its own)
+#   tools/build.sh --root-template [--arch ARCH]   print the build root's path (made if missing):
+#                                  tools/build-image.sh's base image
 #
 # One recipe for every arch, the arch being data: the build runs in a Debian bookworm root of the
 # target arch (tools/make-root.sh: debootstrap, cached), never in this machine's own Python:
@@ -52,12 +56,13 @@ if [ "${1:-}" = --in-namespace ]; then
     in_namespace_args=("$@")
     set --
 fi
-arch=$host_arch here="" out=""
+arch=$host_arch here="" out="" only=""
 while [ $# -gt 0 ]; do
     case $1 in
         --arch) arch=${2:?--arch needs an arch (amd64, arm64)}; shift 2 ;;
         --here) here=1; shift ;;
         --out) out=${2:?--out needs a dir}; shift 2 ;;
+        --pins-only | --root-template) only=$1; shift ;;
         *) usage ;;
     esac
 done
@@ -108,12 +113,21 @@ smoke_test() { # BUNDLE-DIR SCRATCH-DIR
     log "smoke test passed $where: VERSION, no-evidence DEL (exit 0, empty stdout, logged)"
 }
 
-# --here: pins, PyInstaller, selfcontain, smoke test, with this environment's Python.
-freeze_here() { # OUT-DIR (gets cni-delguard/)
-    local reqs work
+install_pins() {
+    local reqs
     mapfile -t reqs < <(pinned_requirements)
     "$python" -m pip install --quiet --disable-pip-version-check -c packaging/constraints.txt \
         "${reqs[@]}"
+}
+
+root_template() {
+    tools/make-root.sh bookworm "$arch" "${ROOT_PACKAGES[@]}"
+}
+
+# --here: pins, PyInstaller, selfcontain, smoke test, with this environment's Python.
+freeze_here() { # OUT-DIR (gets cni-delguard/)
+    local work
+    install_pins
     work=$(mktemp -d "${TMPDIR:-/tmp}/delguard-build.XXXXXX")
     cleanup+=("$work")
     SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
@@ -169,7 +183,7 @@ freeze_in_root() { # STAGE-DIR
         exit 1
     }
     local template key bundles venv work
-    template=$(tools/make-root.sh bookworm "$arch" "${ROOT_PACKAGES[@]}")
+    template=$(root_template)
     export SOURCE_DATE_EPOCH
     SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || echo 0)
     key=$(build_key "$template")
@@ -215,6 +229,10 @@ if [ -n "${in_namespace_args+set}" ]; then
     exit 0
 fi
 
+case $only in
+    --pins-only) install_pins; exit 0 ;;
+    --root-template) root_template; exit 0 ;;
+esac
 start=$SECONDS
 if [ -n "$here" ] && [ -n "$out" ]; then
     freeze_here "$out"

@@ -1,5 +1,7 @@
 """The container image (Dockerfile, tools/build-image.sh): its commands on a temp node root, run
-as the DaemonSet runs them (read-only, few capabilities, the host dirs under /host).
+as the DaemonSet runs them (read-only, few capabilities, the host dirs under /host). Built for
+amd64 and arm64 with one manifest list naming both; the arm64 variant runs here under qemu-user
+(its build stage ran the installer's own smoke test under emulation too).
 
 Marked `image` (select with -m image, leave out with -m "not image"): it builds the image with
 buildah from a debootstrap base, a few minutes the first time. Skipped without root, buildah,
@@ -22,7 +24,10 @@ from cni_delguard.node import bundle
 from .conftest import MULTUS_CONF
 
 REPO = Path(__file__).resolve().parents[2]
-IMAGE = "localhost/cni-delguard:image-test"
+LIST = "localhost/cni-delguard:image-test"  # the manifest list; each arch's image is LIST-<arch>
+ARCHES = ("amd64", "arm64")
+HOST_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}[os.uname().machine]
+IMAGE = f"{LIST}-{HOST_ARCH}"
 ENTRY = "/usr/lib/cni-delguard/cni-delguard"
 MAX_SIZE_MIB = 64
 
@@ -37,10 +42,10 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def image():
-    env = dict(os.environ, IMAGE=IMAGE)
+def images():
+    env = dict(os.environ, IMAGE=LIST)
     r = subprocess.run(
-        ["bash", str(REPO / "tools" / "build-image.sh")],
+        ["bash", str(REPO / "tools" / "build-image.sh"), *ARCHES],
         env=env,
         capture_output=True,
         text=True,
@@ -48,9 +53,30 @@ def image():
         check=False,
     )
     assert r.returncode == 0, r.stdout + r.stderr
-    print(r.stdout)  # build time and size, for the test log
-    yield IMAGE
-    subprocess.run(["podman", "rmi", "--force", IMAGE], capture_output=True, check=False)
+    print(r.stdout)  # build times and sizes, for the test log
+    yield {arch: f"{LIST}-{arch}" for arch in ARCHES}
+    subprocess.run(["podman", "manifest", "rm", LIST], capture_output=True, check=False)
+    for arch in ARCHES:
+        subprocess.run(["podman", "rmi", "--force", f"{LIST}-{arch}"], capture_output=True,
+                       check=False)
+
+
+@pytest.fixture(scope="module")
+def image(images):
+    """This machine's arch."""
+    return images[HOST_ARCH]
+
+
+def test_one_manifest_list_names_an_image_for_each_arch(images):
+    r = subprocess.run(["podman", "manifest", "inspect", LIST], capture_output=True, text=True,
+                       check=True)
+    platforms = sorted((m["platform"]["os"], m["platform"]["architecture"])
+                       for m in json.loads(r.stdout)["manifests"])
+    assert platforms == [("linux", "amd64"), ("linux", "arm64")]
+    for arch, name in images.items():
+        r = subprocess.run(["podman", "image", "inspect", name], capture_output=True, text=True,
+                           check=True)
+        assert json.loads(r.stdout)[0]["Architecture"] == arch
 
 
 def podman_run(image, node, *args, entrypoint=None, detach=False):
@@ -97,12 +123,19 @@ def test_image_is_small_and_runs_the_watching_installer_by_default(image):
     assert info["Size"] < MAX_SIZE_MIB << 20
 
 
-def test_entrypoint_installs_on_a_node_root_and_uninstall_restores_it(image, node):
+@pytest.mark.parametrize("arch", ARCHES)
+def test_entrypoint_installs_on_a_node_root_and_uninstall_restores_it(images, node, arch):
+    """Each arch's image, as its DaemonSet pod would run it (arm64 here under qemu-user): the
+    bundle it installs names its arch, runs with the node's root as /, and goes again."""
+    image = images[arch]
     path = node.write_conf("00-multus.conf", MULTUS_CONF, mode=0o600)
     r = podman_run(image, node, "install", "--root", "/host")
     assert r.returncode == 0, r.stderr
+    assert f"({arch}, verified complete, runs on the node)" in r.stderr
     assert json.loads(path.read_text())["type"] == "cni-delguard"
     assert path.stat().st_mode & 0o777 == 0o600
+    (manifest,) = node.bin.glob(".cni-delguard-*/.delguard-manifest.json")
+    assert json.loads(manifest.read_text())["arch"] == arch
     v = subprocess.run(
         [node.bin / "cni-delguard"],
         env={"CNI_COMMAND": "VERSION"},
