@@ -52,6 +52,23 @@ def frozen_or_skip() -> Path:
         pytest.skip(str(exc))
 
 
+def frozen_or_skip_for(arch: str) -> Path:
+    """Another arch's frozen bundle (tools/build.sh --arch ARCH: dist/ARCH/cni-delguard/), run
+    here under qemu-user; skipped when it is not built, a failure under CI (tools/test.sh builds
+    it)."""
+    import pytest
+
+    if {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine) == arch:
+        return frozen_or_skip()
+    path = REPO / "dist" / arch / "cni-delguard" / "cni-delguard"
+    if os.access(path, os.X_OK):
+        return path
+    why = f"no {arch} bundle at {path}: build it with tools/build.sh --arch {arch}"
+    if os.environ.get("CI"):
+        pytest.fail(f"{why} (CI builds it first)")
+    pytest.skip(why)
+
+
 def install_guard(bin_dir: Path, name: str = "cni-delguard") -> Path:
     """Make bin_dir/name run the guard under test; return that path."""
     target = bin_dir / name
