@@ -189,8 +189,9 @@ def held_guard_maps(bundle: Path, lab: Path) -> str:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the guard's stateDir must be owned by root")
 def test_ctypes_is_bundled_but_never_loaded(bundle: Path, lab: Path) -> None:
-    """Why packaging/bootstrap/pyimod03_ctypes.py exists: ctypes is in the bundle, so
-    PyInstaller's own hook would load it on every exec; the no-op keeps it out of the process.
+    """ctypes is in the bundle (multiprocessing.sharedctypes brings it), and PyInstaller's own
+    bootstrap would load it on every exec (its pyimod03_ctypes hook); the bundle leaves that
+    bootstrap out (packaging/rthooks/pyi_rth_delguard_env.py), so ctypes stays out of the process.
     Checked on an ADD, held while its delegate runs, from the guard's own memory map."""
     internal = bundle.resolve().parent / "_internal"
     assert list(internal.glob("python3*/lib-dynload/_ctypes.*.so")), "ctypes no longer bundled"

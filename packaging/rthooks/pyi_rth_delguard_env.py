@@ -21,14 +21,14 @@ environment, which the delegate must get as the runtime gave it. What is kept:
   LD_LIBRARY_PATH_ORIG alone: the bootloader writes that variable only when LD_LIBRARY_PATH was
   set, so without one an LD_LIBRARY_PATH_ORIG is the runtime's own, passed on as it is.
 
-No `from __future__ import annotations` (and no annotations): that import alone costs 0.3 ms.
+No `from __future__ import annotations`: that import alone costs 0.45 M instructions (0.2 ms).
 """
 
 import os
 import sys
 
 
-def _bootstrap():
+def _bootstrap() -> None:
     sys.frozen = True
     home = sys._MEIPASS
     sys.path[:] = [home, *[p for p in sys.path if os.path.basename(p) == "lib-dynload"]]
