@@ -144,7 +144,7 @@ def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     listing.register(sub)
     doctor.register(sub)
     release.register(sub)
-    node_cli.register(sub, metrics_writer=metrics.write)
+    node_cli.register(sub, metrics=metrics.watcher_feed)
     version = sub.add_parser("version", help="print the version and exit")
     version.set_defaults(run=lambda _args, o, _e: _print_version(o))
     return parser

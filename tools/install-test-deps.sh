@@ -9,6 +9,9 @@
 #   util-linux                   unshare(1): cnitool runs in a private mount namespace
 #   golang-go, dpkg-dev, xz-utils  build cnitool from Debian's source package
 #   hyperfine                    the benchmarks
+#   prometheus                   promtool (check rules/metrics, rule unit tests) and the server the
+#                                metrics test scrapes the watcher with (its own config, port and
+#                                data dir on loopback; the package's own service is kept off)
 #
 # Environment: CNITOOL_CACHE_DIR (see tools/build-cnitool.sh).
 set -euo pipefail
@@ -23,6 +26,7 @@ packages=(
     dpkg-dev
     xz-utils
     hyperfine
+    prometheus
 )
 
 log() { printf 'install-test-deps: %s\n' "$*" >&2; }
@@ -43,6 +47,15 @@ if [ "${#todo[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${todo[@]}" >/dev/null
+    if printf '%s\n' "${todo[@]}" | grep -qx prometheus; then
+        # The tests start their own server; the package's service must not run beside them.
+        if [ -d /run/systemd/system ]; then
+            systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+        elif [ -x /etc/init.d/prometheus ]; then
+            /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+            update-rc.d prometheus disable >/dev/null 2>&1 || true
+        fi
+    fi
 else
     log "all Debian packages present"
 fi
