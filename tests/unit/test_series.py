@@ -1,5 +1,5 @@
 """The series registry (ops/series.py) stays the one truth: every decision the guard logs has its
-label value, README lists every series, the metrics' idea of a deadlock break is
+label value, README lists every series and every alert, the metrics' idea of a deadlock break is
 `stats`' idea, and prometheus-client stays off the plugin's exec path and the `ready` probe."""
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cni_delguard.ops import counts, series, stats
 from cni_delguard.ops.counts import DecisionCounts
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS_DIR = REPO / "cni_delguard" / "commands"
+RULES = REPO / "installer/kustomize/components/monitoring/prometheusrule.yaml"
 
 
 def logged_decisions() -> set[str]:
@@ -97,6 +99,27 @@ def test_readme_lists_every_series():
     text = readme()
     missing = [s.exposed for s in series.SERIES if f"`{s.exposed}" not in text]
     assert missing == []
+
+
+def alerts() -> list[dict]:
+    doc = yaml.safe_load(RULES.read_text())
+    return [r for g in doc["spec"]["groups"] for r in g["rules"] if "alert" in r]
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_alert_has_a_severity_and_a_readme_runbook_that_exists():
+    anchors = {anchor(line.lstrip("#")) for line in readme().splitlines() if line.startswith("#")}
+    assert alerts()
+    for rule in alerts():
+        assert rule["labels"]["severity"] in ("critical", "warning", "info"), rule["alert"]
+        target = rule["annotations"]["runbook_url"]
+        assert target.startswith("README.md#"), rule["alert"]
+        assert target.split("#", 1)[1] in anchors, rule["alert"]
+        assert f"`{rule['alert']}`" in readme(), rule["alert"]
 
 
 # Run in a child interpreter: which modules a path loads, reported as JSON.
