@@ -13,16 +13,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
 
 from cni_delguard.node import ready
 from cni_delguard.node.follow import Tail
-from cni_delguard.ops import metrics, stuck
+from cni_delguard.ops import logread, metrics, stuck
 from cni_delguard.ops.counts import DecisionCounts
-from cni_delguard.ops.logread import LogError, LogReader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,22 +75,18 @@ class WatcherFeed:
         log = self.plan.log_file
         if log and _size(log) + _size(log + ".1") <= HISTORY_MAX:
             try:
-                for rec in LogReader(log):
+                for rec in logread.LogReader(log):
                     self.streaks.add(rec)
-            except LogError:
+            except logread.LogError:
                 pass  # no log yet, or unreadable: the Tail counts that
         self.tail = Tail(log)
 
     def _parse(self, line: bytes) -> Mapping[str, object] | None:
         if not line.strip():
             return None
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            rec = None
-        if not isinstance(rec, dict):
+        rec = logread.parse(line)
+        if rec is None:
             self.malformed += 1
-            return None
         return rec
 
     def _watch_values(self) -> Values:
