@@ -324,6 +324,8 @@ def _watch(args: argparse.Namespace, opts: actions.Options, say: actions.Say) ->
         raise UsageError("--watch and --dry-run do not go together")
     if (args.metrics_file or args.metrics_address) and args.metrics is None:
         raise UsageError("--metrics-address/--metrics-file: this build has no metrics connected")
+    if not args.metrics_interval > 0:  # also NaN: the metrics thread would spin
+        raise UsageError(f"--metrics-interval {args.metrics_interval:g}: give a number of seconds")
     stop = _stop_event()
     limits = watch.Limits(
         interval=args.watch_interval,

@@ -250,3 +250,12 @@ def test_metrics_file_without_a_connected_writer_is_a_usage_error(node, bundles)
     r = run(["install", *args])
     assert r.code == 2
     assert "no metrics connected" in r.err
+
+
+def test_a_metrics_interval_that_is_not_a_positive_number_is_a_usage_error(node, bundles):
+    node.write_conf("00-multus.conf", MULTUS_CONF)
+    for bad in ("0", "-1", "nan"):
+        args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--metrics-interval", bad)
+        r = run(["install", *args])
+        assert (r.code, r.err.count("\n")) == (2, 1), r.err
+        assert "--metrics-interval" in r.err
