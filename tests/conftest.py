@@ -1,10 +1,11 @@
 """What a bare `python3 -m pytest` runs: the fast, rootless tests; the integration suites opt in.
 
 The integration suites start containerd, mount tmpfs, make network namespaces, run cnitool, storm
-the guard, build images or run a Prometheus server: minutes, root, and changes to the host's namespaces. Their tests get the
-`integration` marker here (by directory, or by a marker that needs root) and are skipped unless
-DELGUARD_INTEGRATION=1 (tools/test.sh sets it, so .ci/run runs everything) or the `-m` expression
-asks for them by name (e.g. `-m integration`, `-m "integration and not slow"`, `-m netns`).
+the guard, build images or run a Prometheus server: minutes, root, and changes to the host's
+namespaces. Their tests get the `integration` marker here (by directory, or by a marker that
+needs root) and are skipped unless DELGUARD_INTEGRATION=1 (tools/test.sh sets it, so .ci/run runs
+everything) or the `-m` expression asks for them by name (e.g. `-m integration`,
+`-m "integration and not slow"`, `-m netns`).
 """
 
 from __future__ import annotations

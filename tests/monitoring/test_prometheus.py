@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import time
@@ -26,6 +25,7 @@ import pytest
 import yaml
 
 from cni_delguard import __version__
+from tests.installer.test_node_guarded import WatchProc
 from tests.support import guard
 from tests.support.fakes import install_fake
 
@@ -46,7 +46,8 @@ BOUND = 60.0  # seconds: a generous bound for anything to show up on a loaded 2-
 
 
 class Node:
-    """A node root with a multus conf, the fakes in its CNI bin dir, and a frozen watcher."""
+    """A node root with a multus conf, the fakes in its CNI bin dir, and a frozen watcher
+    (tests/installer's WatchProc: its output collected in a file, stopped with SIGTERM)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -59,29 +60,19 @@ class Node:
         self.conf.write_text(MULTUS_CONF)
         install_fake(self.bin, "stale-delegate", "stale_delegate.py")
         install_fake(self.bin, "undeletable", "undeletable_delegate.py")
-        self.out = root.parent / "watcher.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.watcher: WatchProc | None = None
+
+    def args(self, *extra: str) -> list[str]:
+        return ["--root", str(self.root), *extra]
 
     def start(self, *extra: str) -> None:
-        argv = [str(guard.frozen_binary()), "install", "--watch", "--root", str(self.root),
-                "--watch-interval", "0.2", *extra]
-        with self.out.open("wb") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        self.watcher = WatchProc(self, self.root.parent, *extra)
 
     def text(self) -> str:
-        return self.out.read_text()
+        return self.watcher.text() if self.watcher is not None else ""
 
     def stop(self) -> int | None:
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=30)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
+        return self.watcher.stop() if self.watcher is not None else None
 
     def metrics_port(self) -> int:
         Prometheus.wait(lambda: "metrics: serving" in self.text(), BOUND, self.text)
