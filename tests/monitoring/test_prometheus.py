@@ -244,3 +244,31 @@ def test_clients_that_hold_the_endpoint_do_not_stall_the_guarding(node):
     assert b"cni_delguard_node_guarded 1.0" in body
     assert node.text().count("metrics:") == 1, node.text()  # serving; no traceback, no noise
     assert os.path.exists(node.bin / "cni-delguard")
+
+
+def test_a_port_already_taken_is_one_line_and_the_node_stays_guarded(node):
+    """The frozen watcher asked to listen where another process already does: one line that says
+    so, and the guarding goes on (the conf wrapped, and wrapped again after multus rewrites it);
+    once the port is free, the endpoint comes up without a restart."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        node.start("--metrics-address", f"127.0.0.1:{port}", "--metrics-interval", "0.5")
+        Prometheus.wait(node.guarded, BOUND, node.text)
+        node.conf.write_text(MULTUS_CONF)
+        Prometheus.wait(node.guarded, BOUND, node.text)
+        Prometheus.wait(lambda: "cannot listen" in node.text(), BOUND, node.text)
+        time.sleep(2)  # several refreshes, each trying again
+        said = [ln for ln in node.text().splitlines() if "metrics:" in ln]
+        assert len(said) == 1, said
+        assert f"cannot listen on 127.0.0.1:{port}" in said[0] and "still guarded" in said[0]
+    finally:
+        holder.close()
+    Prometheus.wait(lambda: "metrics: serving" in node.text(), BOUND, node.text)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+        body = b"".join(iter(lambda: s.recv(65536), b""))
+    assert b"cni_delguard_node_guarded 1.0" in body
+    assert node.stop() == 0, node.text()
