@@ -9,7 +9,7 @@ a port held by a process that has since gone is taken once it is free. A scrape 
 refresh: it renders the last snapshot.
 
 node/ cannot import ops/ (the floor plan): the Feed comes from `cni_delguard.cli`, which connects
-ops/metrics.py's `watcher_feed` (node/cli.py's `register(sub, metrics=...)`).
+ops/feed.py's WatcherFeed (node/cli.py's `register(sub, metrics=...)`).
 """
 
 from __future__ import annotations

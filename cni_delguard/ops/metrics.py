@@ -3,9 +3,9 @@
 `write(path, log_file, state_dir)` is `stats --prometheus FILE`: one look at the whole decision
 log (counters restart when it rotates, which Prometheus treats as a counter reset) and at the
 markers. The watching installer reads the log incrementally instead, and adds what only it
-knows (ops/feed.py, connected by `watcher_feed`). Both render through ops/exposition.py
-(prometheus-client), imported only here, inside the functions that render: nothing of it is
-loaded by the plugin or by the operator commands that do not write metrics.
+knows (ops/feed.py, which cni_delguard.cli connects to the watcher). Both render through
+ops/exposition.py (prometheus-client), imported only inside the functions that render: nothing
+of it is loaded by the plugin or by the operator commands that do not write metrics.
 
 The file is replaced atomically (temp file in the same dir, fsync, rename) with mode 0644, so a
 collector that does not run as root can read it and never sees half a file.
@@ -26,7 +26,6 @@ from cni_delguard.state.marker import ATTEMPTED
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from cni_delguard.node.exporter import Feed, Plan
     from cni_delguard.ops.series import Values
 
 FILE_MODE = 0o644
@@ -48,13 +47,6 @@ def write_values(path: str, values: Values) -> None:
     from cni_delguard.ops import exposition
 
     fsutil.write_file(path, exposition.text(values), FILE_MODE)
-
-
-def watcher_feed(plan: Plan) -> Feed:
-    """What `install --watch --metrics-address/--metrics-file` serves (cli.py connects it)."""
-    from cni_delguard.ops.feed import WatcherFeed
-
-    return WatcherFeed(plan)
 
 
 def snapshot(log_file: str, state_dir: str, now: float | None = None) -> Values:
