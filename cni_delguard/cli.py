@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from typing import BinaryIO, TextIO
 
     from cni_delguard.guard.config import Defaults
+    from cni_delguard.node.exporter import Feed, Plan
 
 DESCRIPTION = """\
 A CNI meta-plugin that lets DEL succeed when ADD never happened. The container runtime runs it
@@ -135,7 +136,7 @@ def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     """Every subcommand registers itself from its own module (the tools' floors)."""
     from cni_delguard import buildinfo
     from cni_delguard.node import cli as node_cli
-    from cni_delguard.ops import doctor, listing, metrics, release, stats
+    from cni_delguard.ops import doctor, listing, release, stats
     from cni_delguard.tooling import Parser
 
     parser = Parser(prog="cni-delguard", description=DESCRIPTION, out=out, err=err)
@@ -145,10 +146,18 @@ def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     listing.register(sub)
     doctor.register(sub)
     release.register(sub)
-    node_cli.register(sub, metrics_writer=metrics.write)
+    node_cli.register(sub, metrics=_watcher_feed)
     version = sub.add_parser("version", help="print the version and exit")
     version.set_defaults(run=lambda _args, o, _e: _print_version(o))
     return parser
+
+
+def _watcher_feed(plan: Plan) -> Feed:
+    """What `install --watch --metrics-address/--metrics-file` serves: ops/ (floor 4) feeds
+    node/'s exporter (floor 3), which cannot import it. Imported only when a watcher asks."""
+    from cni_delguard.ops.feed import WatcherFeed
+
+    return WatcherFeed(plan)
 
 
 def _print_version(out: TextIO) -> int:

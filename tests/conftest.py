@@ -1,10 +1,11 @@
 """What a bare `python3 -m pytest` runs: the fast, rootless tests; the integration suites opt in.
 
 The integration suites start containerd, mount tmpfs, make network namespaces, run cnitool, storm
-the guard or build images: minutes, root, and changes to the host's namespaces. Their tests get the
-`integration` marker here (by directory, or by a marker that needs root) and are skipped unless
-DELGUARD_INTEGRATION=1 (tools/test.sh sets it, so .ci/run runs everything) or the `-m` expression
-asks for them by name (e.g. `-m integration`, `-m "integration and not slow"`, `-m netns`).
+the guard, build images or run a Prometheus server: minutes, root, and changes to the host's
+namespaces. Their tests get the `integration` marker here (by directory, or by a marker that
+needs root) and are skipped unless DELGUARD_INTEGRATION=1 (tools/test.sh sets it, so .ci/run runs
+everything) or the `-m` expression asks for them by name (e.g. `-m integration`,
+`-m "integration and not slow"`, `-m netns`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 INTEGRATION_DIRS = tuple(
-    HERE / d for d in ("cni_conformance", "reliability", "e2e_containerd", "node_roots")
+    HERE / d
+    for d in ("cni_conformance", "reliability", "e2e_containerd", "node_roots", "monitoring")
 )
 # Markers that by themselves mean root and the host's namespaces, wherever the test lives.
 ROOT_MARKERS = ("netns", "containerd", "image")

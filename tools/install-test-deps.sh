@@ -13,6 +13,9 @@
 #   gcc, libc6-dev, binutils     tools/build.sh: the static launcher, readelf (packaging/)
 #   debootstrap                  node roots of other distributions (tools/make-root.sh)
 #   busybox-static               a shell for fake node roots the installer runs the plugin in
+#   prometheus                   promtool (check rules/metrics, rule unit tests) and the server the
+#                                metrics test scrapes the watcher with (its own config, port and
+#                                data dir on loopback; the package's own service is kept off)
 #
 # Then the node roots the tests install into: Debian bullseye (glibc 2.31) with its own
 # containernetworking-plugins (tools/make-root.sh, cached across runs in /var/cache/cni-delguard).
@@ -35,6 +38,7 @@ packages=(
     binutils
     debootstrap
     busybox-static
+    prometheus
 )
 
 log() { printf 'install-test-deps: %s\n' "$*" >&2; }
@@ -55,6 +59,15 @@ if [ "${#todo[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${todo[@]}" >/dev/null
+    if printf '%s\n' "${todo[@]}" | grep -qx prometheus; then
+        # The tests start their own server; the package's service must not run beside them.
+        if [ -d /run/systemd/system ]; then
+            systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+        elif [ -x /etc/init.d/prometheus ]; then
+            /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+            update-rc.d prometheus disable >/dev/null 2>&1 || true
+        fi
+    fi
 else
     log "all Debian packages present"
 fi

@@ -14,9 +14,11 @@ One module per job:
 | `record.py` | the original conf bytes for a byte-identical uninstall; the uninstall record |
 | `hostlock.py` | the flock every installer on the node (any container) takes before a change |
 | `ready.py` | the readiness probe: is this node guarded right now |
-| `follow.py` | the guard's decision log into the watcher's output (DELs let through) |
+| `follow.py` | the decision log read as it grows (`Tail`); DELs let through, into the log |
 | `fsops.py` | file copy, symlink switch, fsync of directories, private dirs |
 | `watch.py` | `--watch`: keep the conf wrapped and the bundle whole, with storm damping |
+| `exporter.py` | the watcher's metrics thread: refresh, write the textfile, keep the endpoint |
+| `endpoint.py` | the scrape endpoint: a bounded HTTP/1.0 server for `GET /metrics` |
 """
 
 from __future__ import annotations

@@ -6,11 +6,11 @@ long-running `install --watch` logs every line, with a UTC time, to stdout (what
 shows). This is the one place where errors become a single line on stderr and an exit code (the
 table is in errors.py; `ready` has its own, in ready.py).
 
-The metrics seam: `register(sub, metrics_writer=fn)` makes `install --watch --metrics-file PATH`
-call `fn(PATH, log_file, state_dir)` (all three as seen from here, under --root) every
-`--metrics-interval` seconds from the watch loop. node/ (floor 3) cannot
-import ops/ (floor 4), so the caller above both connects them; without a writer the option is
-refused.
+The metrics seam: `register(sub, metrics=factory)` lets `install --watch --metrics-address
+ADDR` serve, and `--metrics-file PATH` write, what `factory(exporter.Plan)` gives (a Feed),
+refreshed every `--metrics-interval` seconds in a thread of its own (exporter.py). node/ (floor 3)
+cannot import ops/ (floor 4), so the caller above both connects them; without a factory the
+options are refused.
 """
 
 from __future__ import annotations
@@ -22,17 +22,25 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
 from typing import Any, TextIO
 
 from cni_delguard.guard import defaults
-from cni_delguard.node import actions, confdir, follow, hostlock, ready, record, watch
+from cni_delguard.node import (
+    actions,
+    confdir,
+    endpoint,
+    exporter,
+    follow,
+    hostlock,
+    ready,
+    record,
+    watch,
+)
 from cni_delguard.node import options as where
 from cni_delguard.node.errors import InstallerError, NoConfError
 from cni_delguard.tooling import Parser, UsageError
 
 PROG = "cni-delguard"
-MetricsWriter = Callable[[str, str, str], None]
 
 
 def build_parser(out: TextIO | None = None, err: TextIO | None = None) -> argparse.ArgumentParser:
@@ -43,7 +51,7 @@ def build_parser(out: TextIO | None = None, err: TextIO | None = None) -> argpar
     return parser
 
 
-def register(sub: Any, metrics_writer: MetricsWriter | None = None) -> None:
+def register(sub: Any, metrics: exporter.FeedFactory | None = None) -> None:
     """Add `install`, `uninstall` and `ready` to a parser's subcommands."""
     inst = sub.add_parser(
         "install",
@@ -62,7 +70,7 @@ def register(sub: Any, metrics_writer: MetricsWriter | None = None) -> None:
     )
     for p in (inst, uninst, probe):
         _add_common(p)
-        p.set_defaults(run=run, metrics_writer=metrics_writer)
+        p.set_defaults(run=run, metrics=metrics)
     _add_install(inst)
     uninst.add_argument(
         "--hold", action="store_true", help="after uninstalling, stay running until SIGTERM"
@@ -154,12 +162,32 @@ def _add_install(p: argparse.ArgumentParser) -> None:
         "logFile under --root; '' turns it off)",
     )
     w.add_argument(
+        "--metrics-address",
+        default="",
+        metavar="IP:PORT",
+        help="serve Prometheus metrics at http://IP:PORT/metrics (':PORT' every address; an IP "
+        f"alone: port {endpoint.DEFAULT_PORT}); off by default",
+    )
+    w.add_argument(
         "--metrics-file",
         metavar="PATH",
         help="refresh node-exporter textfile metrics at this host path (under --root); off "
         "by default",
     )
-    w.add_argument("--metrics-interval", type=float, default=60.0, metavar="SECONDS")
+    w.add_argument(
+        "--metrics-interval",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="read what is new for the metrics this often (%(default)g)",
+    )
+    w.add_argument(
+        "--stuck-after",
+        type=float,
+        metavar="SECONDS",
+        help="a strict DEL failing this long counts in cni_delguard_stuck_strict_dels "
+        "(default: doctor's threshold, 600)",
+    )
 
 
 def options(args: argparse.Namespace) -> actions.Options:
@@ -245,10 +273,13 @@ def run(args: argparse.Namespace, out: TextIO, stderr: TextIO) -> int:
 
 
 def _sayer(stream: TextIO, stamp: bool) -> actions.Say:
+    lock = threading.Lock()  # the watcher's metrics thread says things too: one line at a time
+
     def say(message: str) -> None:
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) if stamp else ""
-        stream.write(f"{when}{PROG}: {message}\n")
-        stream.flush()
+        with lock:
+            stream.write(f"{when}{PROG}: {message}\n")
+            stream.flush()
 
     return say
 
@@ -292,8 +323,10 @@ def _hold(say: actions.Say) -> None:
 def _watch(args: argparse.Namespace, opts: actions.Options, say: actions.Say) -> None:
     if args.dry_run:
         raise UsageError("--watch and --dry-run do not go together")
-    if args.metrics_file and args.metrics_writer is None:
-        raise UsageError("--metrics-file: this build has no metrics writer connected")
+    if (args.metrics_file or args.metrics_address) and args.metrics is None:
+        raise UsageError("--metrics-address/--metrics-file: this build has no metrics connected")
+    if not args.metrics_interval > 0:  # also NaN: the metrics thread would spin
+        raise UsageError(f"--metrics-interval {args.metrics_interval:g}: give a number of seconds")
     stop = _stop_event()
     limits = watch.Limits(
         interval=args.watch_interval,
@@ -303,7 +336,13 @@ def _watch(args: argparse.Namespace, opts: actions.Options, say: actions.Say) ->
     )
     say(f"watching {opts.conf_dir} and {opts.bin_dir} (every {limits.interval:g} s)")
     _start(opts, say)
-    watch.run(opts, limits, stop, say, tasks=_tasks(args, opts, say))
+    counts = watch.Counts()
+    metrics = _exporter(args, opts, counts, say)
+    try:
+        watch.run(opts, limits, stop, say, tasks=_tasks(args, say), counts=counts)
+    finally:
+        if metrics is not None:
+            metrics.stop()
     say("watch: stopped")
     if args.uninstall_on_stop:
         actions.uninstall(opts, io.StringIO(), say)
@@ -318,22 +357,27 @@ def _start(opts: actions.Options, say: actions.Say) -> None:
             actions.install_bundle(opts, say)
 
 
-def _tasks(
-    args: argparse.Namespace, opts: actions.Options, say: actions.Say
-) -> list[watch.Periodic]:
-    tasks = []
-    guard_log = under(args.root, args.log_file or defaults.LOG_FILE) if args.log_file != "" else ""
-    log = guard_log if args.follow_log is None else args.follow_log
-    if log:
-        tasks.append(watch.Periodic(args.watch_interval, follow.Follower(log, say).poll))
-    if args.metrics_file:
-        writer, path = args.metrics_writer, under(args.root, args.metrics_file)
+def _guard_log(args: argparse.Namespace) -> str:
+    """The guard's decision log as seen from here ('' when it is turned off)."""
+    return under(args.root, args.log_file or defaults.LOG_FILE) if args.log_file != "" else ""
 
-        def refresh() -> None:
-            try:
-                writer(path, guard_log, opts.state_dir)
-            except OSError as exc:  # a full or read-only dir: say so, keep guarding
-                say(f"metrics: cannot write {path}: {exc.strerror or exc}")
 
-        tasks.append(watch.Periodic(args.metrics_interval, refresh))
-    return tasks
+def _tasks(args: argparse.Namespace, say: actions.Say) -> list[watch.Periodic]:
+    log = _guard_log(args) if args.follow_log is None else args.follow_log
+    if not log:
+        return []
+    return [watch.Periodic(args.watch_interval, follow.Follower(log, say).poll)]
+
+
+def _exporter(
+    args: argparse.Namespace, opts: actions.Options, counts: watch.Counts, say: actions.Say
+) -> exporter.Exporter | None:
+    if not (args.metrics_address or args.metrics_file):
+        return None
+    plan = exporter.Plan(opts, _guard_log(args), counts, args.stuck_after)
+    textfile = under(args.root, args.metrics_file) if args.metrics_file else None
+    metrics = exporter.Exporter(
+        args.metrics(plan), args.metrics_address, textfile, args.metrics_interval, say
+    )
+    metrics.start()
+    return metrics

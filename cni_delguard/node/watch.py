@@ -87,6 +87,17 @@ class Limits:
 
 
 @dataclass
+class Counts:
+    """What the watcher did, for its metrics (ops/feed.py reads them from another thread: each
+    is an int that only this loop writes)."""
+
+    rewraps: int = 0  # the conf wrapped (at start, and after another writer changed it)
+    repairs: int = 0  # a damaged or missing bundle copied in again
+    backoffs: int = 0  # waits imposed on a writer that keeps undoing the wrap
+    errors: int = 0  # a re-wrap or repair that failed (tried again on the next change)
+
+
+@dataclass
 class Periodic:
     """A task run every `every` seconds from the watch loop (log follower, metrics file)."""
 
@@ -166,9 +177,11 @@ def run(
     say: actions.Say,
     clock: Callable[[], float] = time.monotonic,
     tasks: Sequence[Periodic] = (),
+    counts: Counts | None = None,
 ) -> None:
     """Watch until `stop` is set. `opts.bundle_dir` is what a broken bundle is repaired from."""
     budget, once, probe = Budget(limits, clock), Once(say), BundleProbe(opts.bin_dir, clock)
+    counts = Counts() if counts is None else counts
     conf_opts = dataclasses.replace(opts, bundle_dir=None)
     seen: Signature | None = None
     while not stop.is_set():
@@ -177,20 +190,22 @@ def run(
             once(f"watch: uninstalled at {stamp}; not wrapping until a new install")
             seen = None
         elif problem := probe.problem():
-            if _may(budget, limits, stop, say):
-                if _guarded(lambda: actions.repair(opts, say), say):
+            if _may(budget, limits, stop, say, counts):
+                if _guarded(lambda: actions.repair(opts, say), say, counts):
                     budget.spend()
+                    counts.repairs += 1
                 elif opts.bundle_dir is None:
                     once(f"watch: {problem}; not wrapping until the bundle is installed")
             seen = None
         else:
             sig = signature(opts)
             if sig != seen and _settled(opts, sig, limits, stop):
-                if not _may(budget, limits, stop, say):
+                if not _may(budget, limits, stop, say, counts):
                     continue
                 once("")
-                if apply_once(conf_opts, say):
+                if apply_once(conf_opts, say, counts):
                     budget.spend()
+                    counts.rewraps += 1
                 else:
                     budget.relax()
                 # The state checked, not the state after our write: a writer that undoes the
@@ -199,9 +214,10 @@ def run(
         stop.wait(limits.interval)
 
 
-def _may(budget: Budget, limits: Limits, stop: Stop, say: actions.Say) -> bool:
+def _may(budget: Budget, limits: Limits, stop: Stop, say: actions.Say, counts: Counts) -> bool:
     wait = budget.wait_needed()
     if wait:
+        counts.backoffs += 1
         say(
             f"watch: the conf or the bundle was changed {len(budget.history)} times in "
             f"{limits.window:.0f} s by another writer; backing off {wait:.0f} s"
@@ -225,15 +241,16 @@ def _settled(opts: actions.Options, sig: Signature, limits: Limits, stop: Stop) 
     return signature(opts) == sig and not stop.is_set()
 
 
-def _guarded(fn: Callable[[], bool], say: actions.Say) -> bool:
+def _guarded(fn: Callable[[], bool], say: actions.Say, counts: Counts) -> bool:
     """Run one step; errors are logged, not raised: the watcher tries again on the next change."""
     try:
         return fn()
     except (InstallerError, OSError) as exc:
+        counts.errors += 1
         say(f"watch: {exc}; trying again on the next change")
         return False
 
 
-def apply_once(opts: actions.Options, say: actions.Say) -> bool:
+def apply_once(opts: actions.Options, say: actions.Say, counts: Counts) -> bool:
     """Wrap the conf if it needs it (honouring an uninstall); True if it was rewritten."""
-    return _guarded(lambda: actions.install(opts, io.StringIO(), say, watcher=True), say)
+    return _guarded(lambda: actions.install(opts, io.StringIO(), say, watcher=True), say, counts)

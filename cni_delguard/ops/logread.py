@@ -50,14 +50,19 @@ class LogReader:
             return None
         if not line.strip():
             return None
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            rec = None
-        if not isinstance(rec, dict):
+        rec = parse(line)
+        if rec is None:
             self.malformed += 1
-            return None
         return rec
+
+
+def parse(line: bytes) -> dict[str, Any] | None:
+    """The record a (non-blank) line holds, or None when it is not a JSON object."""
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return rec if isinstance(rec, dict) else None
 
 
 def _present(name: str) -> bool:

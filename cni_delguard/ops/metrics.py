@@ -1,143 +1,113 @@
-"""Metrics for node-exporter's textfile collector, from the decision log and the markers.
+"""The values of ops/series.py, read from the node, and the textfile they are written to.
 
-`write(path, log_file, state_dir)` is the one entry point (`stats --prometheus FILE`, and the
-installer's periodic refresh). The file is replaced atomically (temp file in the same dir,
-fsync, rename) with mode 0644, so a collector that does not run as root can read it and never
-sees half a file. Counters come from the log and restart when it rotates, which Prometheus
-treats as a counter reset.
+`write(path, log_file, state_dir)` is `stats --prometheus FILE`: one look at the whole decision
+log (counters restart when it rotates, which Prometheus treats as a counter reset) and at the
+markers. The watching installer reads the log incrementally instead, and adds what only it
+knows (ops/feed.py, which cni_delguard.cli connects to the watcher). Both render through
+ops/exposition.py (prometheus-client), imported only inside the functions that render: nothing
+of it is loaded by the plugin or by the operator commands that do not write metrics.
+
+The file is replaced atomically (temp file in the same dir, fsync, rename) with mode 0644, so a
+collector that does not run as root can read it and never sees half a file.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
+from cni_delguard import __version__
 from cni_delguard.cni import errors
-from cni_delguard.ops import scan, stats
-from cni_delguard.ops.logread import LogError
+from cni_delguard.ops import scan, series, stuck
+from cni_delguard.ops.counts import DecisionCounts
+from cni_delguard.ops.logread import LogError, LogReader
 from cni_delguard.state import fsutil
-from cni_delguard.state.marker import ATTEMPTED, COMPLETED, CORRUPT, DELETING
+from cni_delguard.state.marker import ATTEMPTED
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from cni_delguard.ops.series import Values
 
-    from cni_delguard.ops.stats import Tally
-
-PREFIX = "cni_delguard"
-COMMANDS = ("ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION")
-STATES = (ATTEMPTED, COMPLETED, DELETING, CORRUPT)
 FILE_MODE = 0o644
-_LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+# Kubernetes' names for the CPU archs (the kubernetes.io/arch node label), so a dashboard can
+# join build_info with the nodes; any other `uname -m` is passed on when it is a plain word.
+ARCHS = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le"}
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 
 def write(path: str, log_file: str, state_dir: str) -> None:
-    """Render and replace `path` atomically (OSError when the dir is not writable). The mode is
-    explicit: the umask must not decide whether a collector that is not root may read it."""
-    fsutil.write_file(path, render(log_file, state_dir).encode(), FILE_MODE)
+    """`stats --prometheus`: render and replace `path` atomically (OSError when the dir is not
+    writable)."""
+    write_values(path, snapshot(log_file, state_dir))
 
 
-def render(log_file: str, state_dir: str, now: float | None = None) -> str:
+def write_values(path: str, values: Values) -> None:
+    """The mode is explicit: the umask must not decide whether a collector that is not root
+    may read it."""
+    from cni_delguard.ops import exposition
+
+    fsutil.write_file(path, exposition.text(values), FILE_MODE)
+
+
+def snapshot(log_file: str, state_dir: str, now: float | None = None) -> Values:
+    """Every series that the log and the state dir give, from one read of the whole log."""
     now = time.time() if now is None else now
-    out: list[str] = []
+    counts, streaks = DecisionCounts(), stuck.Streaks()
+    malformed, readable, read_errors = 0, False, 0
     try:
-        tally, malformed = stats.read(log_file)
+        reader = LogReader(log_file)
+        for rec in reader:
+            counts.add(rec)
+            streaks.add(rec)
     except LogError:
-        tally, malformed, log_ok = stats.Tally(), 0, 0
+        read_errors = int(_exists(log_file))
     else:
-        log_ok = 1
-    _gauge(out, "log_readable", "1 when the decision log could be read", [("", log_ok)])
-    _log_metrics(out, tally, malformed)
-    _marker_metrics(out, state_dir, now)
-    return "\n".join(out) + "\n"
+        malformed, readable = reader.malformed, True
+    values = counts.values()
+    values.update(log_values(readable, read_errors, malformed))
+    values["stuck_strict_dels"] = {(): float(len(streaks.stuck(now)))}
+    values.update(marker_values(state_dir, now))
+    values.update(build_values())
+    return values
 
 
-def _log_metrics(out: list[str], tally: Tally, malformed: int) -> None:
-    decisions = [
-        (f'{{command="{_safe(c, COMMANDS)}",decision="{_safe(d)}"}}', n)
-        for (c, d), n in sorted(tally.counts.items())
-    ]
-    _counter(out, "decisions_total", "decisions in the log, by command and decision", decisions)
-    _counter(
-        out,
-        "deadlock_breaks_total",
-        "DELs answered with success although the delegate failed",
-        [("", len(tally.breaks))],
-    )
-    _counter(
-        out,
-        "observe_would_skip_total",
-        "observe mode: DELs the guard would have skipped",
-        [("", tally.would_skip)],
-    )
-    _counter(
-        out,
-        "observe_would_free_total",
-        "observe mode: failed DELs the guard would have answered with success",
-        [("", tally.would_free)],
-    )
-    _counter(
-        out, "log_malformed_lines_total", "log lines that are not a JSON object", [("", malformed)]
-    )
+def _exists(log_file: str) -> bool:
+    return any(os.path.lexists(p) for p in (log_file, log_file + ".1"))
 
 
-def _marker_metrics(out: list[str], state_dir: str, now: float) -> None:
+def log_values(readable: bool, read_errors: int, malformed: int) -> Values:
+    return {
+        "log_readable": {(): float(readable)},
+        "log_read_errors": {(): float(read_errors)},
+        "log_malformed_lines": {(): float(malformed)},
+    }
+
+
+def marker_values(state_dir: str, now: float) -> Values:
+    """The markers by state, the oldest attempted one's age, and whether the dir could be read
+    (an unsafe or unreadable state dir is reported, never fatal; a missing one has no marker)."""
     try:
-        found = scan.markers(state_dir)
-        readable = 1
+        found, readable = scan.markers(state_dir), 1.0
     except FileNotFoundError:
-        found, readable = [], 1  # no state dir yet: no marker
-    except (OSError, errors.CniError):  # unsafe or unreadable: reported, never fatal
-        found, readable = [], 0
-    _gauge(out, "state_readable", "1 when the state dir could be read", [("", readable)])
-    by_state = dict.fromkeys(STATES, 0)
+        found, readable = [], 1.0
+    except (OSError, errors.CniError):
+        found, readable = [], 0.0
+    by_state = dict.fromkeys(series.STATES, 0.0)
     oldest = 0.0
     for m in found:
-        by_state[m.state] = by_state.get(m.state, 0) + 1
+        key = series.label("state", m.state)
+        by_state[key] = by_state.get(key, 0.0) + 1
         age = m.age(now)
         if m.state == ATTEMPTED and age is not None:
             oldest = max(oldest, age)
-    _gauge(
-        out,
-        "markers",
-        "the guard's markers on this node, by state",
-        [(f'{{state="{_safe(s)}"}}', n) for s, n in by_state.items()],
-    )
-    _gauge(
-        out,
-        "oldest_attempted_age_seconds",
-        "age of the oldest attempted marker (an ADD that never completed); 0 when none",
-        [("", round(oldest, 1))],
-    )
+    return {
+        "state_readable": {(): readable},
+        "markers": {(s,): n for s, n in by_state.items()},
+        "oldest_attempted_age_seconds": {(): round(oldest, 1)},
+    }
 
 
-def _safe(value: str, allowed: tuple[str, ...] | None = None) -> str:
-    """A label value that is short and plain: anything else from the log becomes "other", so
-    a hostile log can neither break the format nor explode the label set."""
-    if allowed is not None:
-        return value if value in allowed else "other"
-    ok = 0 < len(value) <= 40 and all(c in _LABEL_CHARS for c in value)
-    return value if ok else "other"
-
-
-def _counter(out: list[str], name: str, doc: str, samples: Sequence[tuple[str, float]]) -> None:
-    _family(out, name, "counter", doc, samples)
-
-
-def _gauge(out: list[str], name: str, doc: str, samples: Sequence[tuple[str, float]]) -> None:
-    _family(out, name, "gauge", doc, samples)
-
-
-def _family(
-    out: list[str], name: str, kind: str, doc: str, samples: Sequence[tuple[str, float]]
-) -> None:
-    full = f"{PREFIX}_{name}"
-    out.append(f"# HELP {full} {doc}")
-    out.append(f"# TYPE {full} {kind}")
-    merged: dict[str, float] = {}
-    for labels, value in samples:  # two raw values may map to one safe label: add them up
-        merged[labels] = merged.get(labels, 0) + value
-    out += [f"{full}{labels} {_number(value)}" for labels, value in merged.items()]
-
-
-def _number(value: float) -> str:
-    return str(value) if isinstance(value, int) else repr(float(value))
+def build_values() -> Values:
+    machine = os.uname().machine
+    arch = ARCHS.get(machine, machine if set(machine) <= _WORD else series.OTHER)
+    return {"build": {(__version__, arch): 1.0}}

@@ -57,6 +57,43 @@ class Stuck:
         }
 
 
+class Streaks:
+    """The failing streaks, fed one record at a time (the watcher's metrics feed the records
+    as the log grows; `find_stuck` feeds a whole log). At most `limit` streaks are kept: past it
+    the oldest is dropped, so a log full of distinct failing attachments cannot grow it."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.limit = limit
+        self.streaks: dict[tuple[str, str, str], Stuck] = {}
+
+    def add(self, rec: Mapping[str, object]) -> None:
+        key, at = _attachment(rec), _epoch(rec.get("ts"))
+        if key is None or at is None:
+            return
+        error = rec.get("error")
+        if rec.get("decision") == "forward-strict" and isinstance(error, dict):
+            streak = self.streaks.get(key)
+            if streak is None:
+                if len(self.streaks) >= self.limit:
+                    del self.streaks[next(iter(self.streaks))]
+                streak = self.streaks[key] = Stuck(*key, since=at)
+            _failed(streak, rec, error, at)
+        elif "error" not in rec:
+            self.streaks.pop(key, None)  # the DEL went through: not stuck (any more)
+
+    def stuck(
+        self, now: float, threshold: float = DEFAULT_THRESHOLD, min_failures: int = MIN_FAILURES
+    ) -> list[Stuck]:
+        """The streaks of at least `min_failures` failures, the first of them at least
+        `threshold` seconds before `now`; oldest first."""
+        found = [
+            s
+            for s in self.streaks.values()
+            if s.failures >= min_failures and now - s.since >= threshold
+        ]
+        return sorted(found, key=lambda s: (s.since, s.network, s.container_id, s.ifname))
+
+
 def find_stuck(
     records: Iterable[Mapping[str, object]],
     now: float,
@@ -67,22 +104,13 @@ def find_stuck(
 ) -> list[Stuck]:
     """The attachments whose strict DEL failed at least `min_failures` times in a row, the
     first of them at least `threshold` seconds before `now`; oldest first."""
-    streaks: dict[tuple[str, str, str], Stuck] = {}
+    streaks = Streaks()
     for rec in records:
-        key, at = _attachment(rec), _epoch(rec.get("ts"))
-        if key is None or at is None:
-            continue
-        error = rec.get("error")
-        if rec.get("decision") == "forward-strict" and isinstance(error, dict):
-            _failed(streaks.setdefault(key, Stuck(*key, since=at)), rec, error, at)
-        elif "error" not in rec:
-            streaks.pop(key, None)  # the DEL went through: not stuck (any more)
-    found = [
-        s for s in streaks.values() if s.failures >= min_failures and now - s.since >= threshold
-    ]
+        streaks.add(rec)
+    found = streaks.stuck(now, threshold, min_failures)
     for s in found:
         s.command = release_command(s, root, state_dir)
-    return sorted(found, key=lambda s: (s.since, s.network, s.container_id, s.ifname))
+    return found
 
 
 def release_command(stuck: Stuck, root: str = "/", state_dir: str | None = None) -> str:

@@ -38,7 +38,7 @@ def kubectl() -> str:
     return found
 
 
-def render(overlay: str) -> dict:
+def render_all(overlay: str) -> list[dict]:
     r = subprocess.run(
         [kubectl(), "kustomize", str(KUSTOMIZE / "overlays" / overlay)],
         capture_output=True,
@@ -47,9 +47,13 @@ def render(overlay: str) -> dict:
         check=False,
     )
     assert r.returncode == 0, r.stderr
-    docs = [d for d in yaml.safe_load_all(r.stdout) if d is not None]
-    assert len(docs) == 1
-    return docs[0]
+    return [d for d in yaml.safe_load_all(r.stdout) if d is not None]
+
+
+def render(overlay: str) -> dict:
+    """The overlay's DaemonSet (the monitoring overlay adds other kinds: test_monitoring.py)."""
+    (doc,) = [d for d in render_all(overlay) if d["kind"] == "DaemonSet"]
+    return doc
 
 
 def load(path: Path) -> dict:
@@ -69,7 +73,7 @@ def cli_args(container: dict):
 
 def test_the_plain_manifest_is_the_base():
     assert (INSTALLER / "daemonset.yaml").resolve() == KUSTOMIZE / "base" / "daemonset.yaml"
-    assert OVERLAYS == ["selinux", "uninstall", "uninstall-on-delete", "watch"]
+    assert OVERLAYS == ["monitoring", "selinux", "uninstall", "uninstall-on-delete", "watch"]
 
 
 @pytest.mark.parametrize("version", VERSIONS)

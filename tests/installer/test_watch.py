@@ -200,35 +200,49 @@ TOP_LEVEL = (
 )
 
 
+def _samples(path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for f in text_string_to_metric_families(text) for s in f.samples}
+
+
 def test_the_watcher_refreshes_the_metrics_file_from_the_guards_log_and_markers(node, bundles):
     """cni-delguard install --watch --metrics-file, through the top-level CLI that connects
     ops.metrics: the file appears under --root, readable by a collector that is not root,
-    parses as Prometheus text, and counts what the planted log and marker hold."""
-    from prometheus_client.parser import text_string_to_metric_families
-
+    parses as Prometheus text, and counts the decisions logged while the watcher runs (the
+    history before it started is not counted: Prometheus would read it as a burst)."""
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     log = node.root / "var/log/cni-delguard/delguard.log"
     log.parent.mkdir(parents=True)
-    log.write_text(json.dumps({"ts": "2026-11-26T00:00:00Z", "command": "DEL",
-                               "decision": "skip", "network": "n", "containerID": "c",
-                               "ifname": "eth0"}) + "\n")
+    skip = {"ts": "2026-11-26T00:00:00Z", "command": "DEL", "decision": "skip", "network": "n",
+            "containerID": "c", "ifname": "eth0"}
+    log.write_text(json.dumps(skip) + "\n")
     metrics = node.root / "var/lib/node-exporter/delguard.prom"
     metrics.parent.mkdir(parents=True)
     args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--watch-interval", "0.05")
     args += ["--metrics-file", "/var/lib/node-exporter/delguard.prom", "--metrics-interval", "0.05"]
     proc = subprocess.Popen([sys.executable, "-c", TOP_LEVEL, "install", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    key = ("cni_delguard_decisions_total", (("command", "DEL"), ("decision", "skip")))
+    guarded = ("cni_delguard_node_guarded", ())
     try:
-        assert wait_for(lambda: wrapped(path) and metrics.exists(), timeout=20)
+        assert wait_for(lambda: _samples(metrics).get(guarded) == 1, timeout=20)
+        assert key not in _samples(metrics)
+        with log.open("a") as f:
+            f.write(json.dumps(skip) + "\n")
+        assert wait_for(lambda: _samples(metrics).get(key) == 1, timeout=20)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
     finally:
         proc.kill()
+    assert wrapped(path)
     assert metrics.stat().st_mode & 0o777 == 0o644
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for f in text_string_to_metric_families(metrics.read_text()) for s in f.samples}
-    key = ("cni_delguard_decisions_total", (("command", "DEL"), ("decision", "skip")))
-    assert samples[key] == 1
+    assert _samples(metrics)[("cni_delguard_rewraps_total", ())] >= 1
 
 
 def test_metrics_file_without_a_connected_writer_is_a_usage_error(node, bundles):
@@ -236,4 +250,13 @@ def test_metrics_file_without_a_connected_writer_is_a_usage_error(node, bundles)
     args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--metrics-file", "/m")
     r = run(["install", *args])
     assert r.code == 2
-    assert "no metrics writer connected" in r.err
+    assert "no metrics connected" in r.err
+
+
+def test_a_metrics_interval_that_is_not_a_positive_number_is_a_usage_error(node, bundles):
+    node.write_conf("00-multus.conf", MULTUS_CONF)
+    for bad in ("0", "-1", "nan"):
+        args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--metrics-interval", bad)
+        r = run(["install", *args])
+        assert (r.code, r.err.count("\n")) == (2, 1), r.err
+        assert "--metrics-interval" in r.err

@@ -1,0 +1,117 @@
+"""What the watching installer serves: every series of ops/series.py, refreshed incrementally.
+
+- The decision log is read once, whole, at start, for the strict DELs that were already failing
+  (a stuck attachment must not be forgotten when the watcher restarts); from then on only what
+  was appended since the last refresh is read (node/follow.py's Tail: bounded per look, follows
+  a rotation). A scrape never reads the log: it renders the last snapshot.
+- Counters count what the guard decided while this watcher ran: they start at 0, as any
+  exporter's do after a restart, rather than at the log's history, which Prometheus would take for
+  a burst of increase (and page for deadlock breaks of last week).
+- The markers are scanned (one small read per marker) and the ready check runs (node/ready.py,
+  one exec of the plugin's VERSION) once per refresh, in the metrics thread.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+from cni_delguard.node import ready
+from cni_delguard.node.follow import Tail
+from cni_delguard.ops import logread, metrics, stuck
+from cni_delguard.ops.counts import DecisionCounts
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from cni_delguard.node.exporter import Plan
+    from cni_delguard.ops.series import Values
+
+# The guard keeps its log under 2 x 10 MiB (the file and `.1`); a larger history is not its own
+# and is not read at start (a stuck DEL shows again at its next failure, within minutes).
+HISTORY_MAX = 32 * 1024 * 1024
+# Per refresh, at most this many looks of the Tail's 1 MiB: a backlog (a storm of decisions
+# between two refreshes) is caught up over several refreshes rather than in one long one.
+MAX_READS = 16
+
+
+class WatcherFeed:
+    def __init__(self, plan: Plan, clock: Callable[[], float] = time.time) -> None:
+        self.plan, self.clock = plan, clock
+        self.threshold = stuck.DEFAULT_THRESHOLD if plan.stuck_after is None else plan.stuck_after
+        self.counts = DecisionCounts()
+        self.streaks = stuck.Streaks()
+        self.tail: Tail | None = None
+        self.malformed = 0
+        self.values: Values = {}
+
+    def refresh(self) -> None:
+        if self.tail is None:
+            self._start()
+        assert self.tail is not None  # noqa: S101 - for mypy: _start sets it
+        for _ in range(MAX_READS):
+            for line in self.tail.read():
+                rec = self._parse(line)
+                if rec is not None:
+                    self.counts.add(rec)
+                    self.streaks.add(rec)
+            if not self.tail.behind:
+                break
+        now = self.clock()
+        values = self.counts.values()
+        readable = self.tail.readable or not self.plan.log_file
+        malformed = self.malformed + self.tail.overlong
+        values.update(metrics.log_values(readable, self.tail.errors, malformed))
+        values["stuck_strict_dels"] = {(): float(len(self.streaks.stuck(now, self.threshold)))}
+        values.update(metrics.marker_values(self.plan.opts.state_dir, now))
+        values.update(self._watch_values())
+        values.update(metrics.build_values())
+        self.values = values  # one assignment: a scrape sees the old snapshot or the new one
+
+    def _start(self) -> None:
+        """The history first, for the streaks only; then a Tail from the end of the log."""
+        log = self.plan.log_file
+        if log and _size(log) + _size(log + ".1") <= HISTORY_MAX:
+            try:
+                for rec in logread.LogReader(log):
+                    self.streaks.add(rec)
+            except logread.LogError:
+                pass  # no log yet, or unreadable: the Tail counts that
+        self.tail = Tail(log)
+
+    def _parse(self, line: bytes) -> Mapping[str, object] | None:
+        if not line.strip():
+            return None
+        rec = logread.parse(line)
+        if rec is None:
+            self.malformed += 1
+        return rec
+
+    def _watch_values(self) -> Values:
+        code, _ = ready.guarded(self.plan.opts)
+        c = self.plan.counts
+        return {
+            "node_guarded": {(): float(code == 0)},
+            "ready_code": {(): float(code)},
+            "rewraps": {(): float(c.rewraps)},
+            "repairs": {(): float(c.repairs)},
+            "backoffs": {(): float(c.backoffs)},
+            "watch_errors": {(): float(c.errors)},
+        }
+
+    def render(self, accept: str) -> tuple[bytes, str]:
+        from cni_delguard.ops import exposition
+
+        return exposition.negotiate(self.values, accept)
+
+    def write(self, path: str) -> None:
+        metrics.write_values(path, self.values)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

@@ -1,0 +1,205 @@
+"""node/endpoint.py and exporter.py: the scrape endpoint answers a scraper, and a slow, greedy or
+hostile client can neither stall it for long nor reach the watcher; a port that cannot be bound
+is one line in the watcher's log and nothing else. Real sockets on loopback, real threads."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from cni_delguard.node import endpoint
+from cni_delguard.node.exporter import Exporter
+
+BODY = b"# HELP cni_delguard_x x\n# TYPE cni_delguard_x gauge\ncni_delguard_x 1.0\n"
+
+
+def render(accept: str) -> tuple[bytes, str]:
+    return BODY, "text/plain; version=0.0.4; charset=utf-8"
+
+
+@pytest.fixture
+def served():
+    ep = endpoint.Endpoint("127.0.0.1", 0, render)
+    ep.start()
+    yield ep, int(ep.address.rsplit(":", 1)[1])
+    ep.close()
+
+
+def get(port: int, path: str = "/metrics", method: str = "GET", timeout: float = 10):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:  # noqa: S310 - loopback
+            return r.status, r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("127.0.0.1:9100", ("127.0.0.1", 9100), id="ipv4"),
+        pytest.param("[::1]:9100", ("::1", 9100), id="ipv6"),
+        pytest.param(":10647", ("", 10647), id="every-address"),
+        pytest.param("10.1.2.3", ("10.1.2.3", endpoint.DEFAULT_PORT), id="ip-alone"),
+        pytest.param("[fd00::1]", ("fd00::1", endpoint.DEFAULT_PORT), id="ipv6-alone"),
+        pytest.param("127.0.0.1:0", ("127.0.0.1", 0), id="any-free-port"),
+    ],
+)
+def test_addresses(text, expected):
+    assert endpoint.parse_address(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["localhost:9100", "node1", "[]:1", "1.2.3.4:65536", "1.2.3.4:x", "[::1]9"]
+)
+def test_addresses_refused(text):
+    with pytest.raises(endpoint.AddressError):
+        endpoint.parse_address(text)
+
+
+def test_metrics_and_nothing_else(served):
+    _, port = served
+    assert get(port) == (200, BODY)
+    assert get(port, method="HEAD") == (200, b"")
+    assert get(port, "/metrics?name[]=x")[0] == 200
+    assert get(port, "/")[0] == 404
+    assert get(port, "/metrics/../etc/passwd")[0] == 404
+    assert get(port, method="POST")[0] == 405
+
+
+def raw(port: int, data: bytes, timeout: float = 15) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def test_garbage_and_oversized_requests_are_refused(served):
+    _, port = served
+    assert raw(port, b"\x00\xff garbage\r\n\r\n").startswith(b"HTTP/1.0 400")
+    huge = b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n"
+    assert raw(port, huge).startswith(b"HTTP/1.0 431")
+
+
+def test_a_client_that_trickles_its_request_is_cut_off(served):
+    """One byte every 0.25 s: each recv is quick, the whole request never comes."""
+    _, port = served
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(0.25)
+    start, answer, closed = time.monotonic(), b"", False
+    try:
+        while not closed and time.monotonic() - start < endpoint.DEADLINE + 10:
+            try:
+                s.sendall(b"G")
+                chunk = s.recv(100)
+            except TimeoutError:
+                continue
+            except OSError:  # reset by the server
+                closed = True
+                break
+            answer += chunk
+            closed = not chunk
+    finally:
+        s.close()
+    assert closed, "the server kept a trickling client past its deadline"
+    assert answer in (b"", ) or answer.startswith(b"HTTP/1.0 408")
+
+
+def test_silent_clients_take_the_slots_and_the_scrape_gets_through_after_the_deadline(served):
+    _, port = served
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(endpoint.MAX_CLIENTS)]
+    try:
+        time.sleep(0.3)
+        # All slots held: a further client is told so at once rather than queued behind them.
+        assert raw(port, b"GET /metrics HTTP/1.0\r\n\r\n").startswith(b"HTTP/1.0 503")
+        # The silent ones are dropped at the deadline; then a scrape is served.
+        deadline = time.monotonic() + endpoint.DEADLINE + 10
+        status = 0
+        while time.monotonic() < deadline:
+            status, _ = get(port)
+            if status == 200:
+                break
+            time.sleep(0.2)
+        assert status == 200
+    finally:
+        for s in idle:
+            s.close()
+
+
+def test_a_render_that_fails_is_a_500_and_the_endpoint_serves_on():
+    calls = []
+
+    def flaky(accept: str) -> tuple[bytes, str]:
+        calls.append(accept)
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+        return render(accept)
+
+    ep = endpoint.Endpoint("127.0.0.1", 0, flaky)
+    ep.start()
+    try:
+        port = int(ep.address.rsplit(":", 1)[1])
+        assert get(port)[0] == 500
+        assert get(port) == (200, BODY)
+    finally:
+        ep.close()
+
+
+class Feed:
+    def __init__(self) -> None:
+        self.refreshed = threading.Event()
+
+    def refresh(self) -> None:
+        self.refreshed.set()
+
+    def render(self, accept: str) -> tuple[bytes, str]:
+        return render(accept)
+
+    def write(self, path: str) -> None:
+        raise OSError(30, "Read-only file system")
+
+
+def test_a_port_in_use_is_one_line_and_the_exporter_keeps_refreshing():
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    said: list[str] = []
+    feed = Feed()
+    ex = Exporter(feed, f"127.0.0.1:{port}", None, 0.05, said.append)
+    ex.start()
+    try:
+        time.sleep(0.5)
+        assert feed.refreshed.is_set()
+        assert len(said) == 1 and f"cannot listen on 127.0.0.1:{port}" in said[0], said
+        assert "still guarded" in said[0]
+        holder.close()  # the port is free again: taken at the next try
+        deadline = time.monotonic() + 10
+        while ex.endpoint is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ex.endpoint is not None and get(port) == (200, BODY)
+        assert said[-1].startswith("metrics: serving http://127.0.0.1:")
+    finally:
+        ex.stop()
+        holder.close()
+
+
+def test_a_bad_address_and_an_unwritable_textfile_are_said_once(tmp_path):
+    said: list[str] = []
+    ex = Exporter(Feed(), "localhost:10647", str(tmp_path / "m.prom"), 0.02, said.append)
+    ex.start()
+    try:
+        time.sleep(0.4)
+    finally:
+        ex.stop()
+    assert ex.endpoint is None
+    assert len(said) == 2, said
+    assert "--metrics-address 'localhost:10647'" in said[0] and "still guarding" in said[0]
+    assert f"cannot write {tmp_path}/m.prom: Read-only file system" in said[1]

@@ -1,0 +1,132 @@
+"""A real Prometheus server (Debian's, tools/install-test-deps.sh) for one test: its own config,
+data dir and port on loopback, stopped and removed when the test ends, pass or fail. The
+package's own service is never used or started."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+
+def binary() -> str:
+    found = shutil.which("prometheus")
+    if found is None:
+        pytest.fail("no prometheus server: tools/install-test-deps.sh installs Debian's")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Prometheus:
+    """`with Prometheus(workdir, targets, rules) as prom:` scrapes `targets` every second."""
+
+    def __init__(self, workdir: Path, targets: dict[str, str], rules: dict[str, Any]) -> None:
+        self.dir = workdir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.data = workdir / "data"
+        (workdir / "rules.yml").write_text(yaml.safe_dump(rules))
+        config = {
+            "global": {"scrape_interval": "1s", "scrape_timeout": "1s",
+                       "evaluation_interval": "1s"},
+            "rule_files": [str(workdir / "rules.yml")],
+            "scrape_configs": [
+                {"job_name": "cni-delguard",
+                 "static_configs": [{"targets": [target], "labels": {"node": node}}
+                                    for node, target in targets.items()]}
+            ],
+        }
+        (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
+        self.log = workdir / "prometheus.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Prometheus:
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [binary(), f"--config.file={self.dir / 'prometheus.yml'}",
+                 f"--storage.tsdb.path={self.data}",
+                 f"--web.listen-address=127.0.0.1:{self.port}",
+                 "--storage.tsdb.retention.time=1h", "--log.level=warn"],
+                stdout=out, stderr=subprocess.STDOUT,
+            )
+        try:
+            self.wait(self._ready, 60, "Prometheus to be ready")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.data, ignore_errors=True)
+
+    def _ready(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"prometheus exited: {self.log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as r:  # noqa: S310
+                return r.status == 200
+        except OSError:
+            return False
+
+    def api(self, path: str, **params: str) -> Any:
+        url = f"{self.url}/api/v1/{path}"
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        with urllib.request.urlopen(url, timeout=10) as r:  # noqa: S310 - loopback
+            body = json.loads(r.read())
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def query(self, expr: str) -> dict[tuple[tuple[str, str], ...], float]:
+        """{labels without __name__, job, instance and node: value} of an instant query."""
+        data = self.api("query", query=expr)
+        assert data["resultType"] == "vector", data
+        skip = {"__name__", "job", "instance", "node"}
+        return {
+            tuple(sorted((k, v) for k, v in s["metric"].items() if k not in skip)):
+                float(s["value"][1])
+            for s in data["result"]
+        }
+
+    def value(self, expr: str) -> float | None:
+        """The one value of `expr` (None while it has none)."""
+        found = self.query(expr)
+        assert len(found) <= 1, (expr, found)
+        return next(iter(found.values()), None)
+
+    def wait_value(self, expr: str, expected: float, timeout: float = 60) -> None:
+        self.wait(lambda: self.value(expr) == expected, timeout,
+                  lambda: f"{expr} == {expected} (last: {self.value(expr)})")
+
+    @staticmethod
+    def wait(predicate: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            time.sleep(0.2)
+        if not predicate():
+            raise AssertionError(f"gave up waiting for {what() if callable(what) else what}")

@@ -1,0 +1,274 @@
+"""Issue 19, end to end: Debian's Prometheus server scrapes the frozen watcher's endpoint on
+loopback while the guard (the copy the watcher installed) is driven through ADD and DEL by real
+execs, and every series is read back through Prometheus's query API with the value expected.
+
+The delegates are the test-only fakes of tests/fakes (each says so in its header): stale_delegate
+fails a DEL it holds no state for (kube-ovn's answer through multus), undeletable_delegate can
+never delete what it added (the release valve's case). The alert rules are loaded into the same
+server and must evaluate without error, and so must every query of the dashboard.
+
+Frozen binary only (the watcher installs its own folder): skipped under
+DELGUARD_UNDER_TEST=package, where there is no bundle to install.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cni_delguard import __version__
+from tests.installer.test_node_guarded import WatchProc
+from tests.support import guard
+from tests.support.fakes import install_fake
+
+from .prometheus import Prometheus
+
+pytestmark = pytest.mark.skipif(
+    guard.under_test() == "package", reason="DELGUARD_UNDER_TEST=package: no frozen bundle"
+)
+
+REPO = Path(__file__).resolve().parents[2]
+COMPONENT = REPO / "installer/kustomize/components/monitoring"
+MULTUS_CONF = """{"cniVersion":"0.3.1","name":"multus-cni-network","type":"multus",
+"kubeconfig":"/etc/cni/net.d/multus.d/multus.kubeconfig",
+"delegates":[{"cniVersion":"0.3.1","name":"net0","type":"bridge"}]}
+"""
+STUCK_AFTER = 3  # seconds: doctor's 600 is the default; the watcher takes --stuck-after
+BOUND = 60.0  # seconds: a generous bound for anything to show up on a loaded 2-core machine
+
+
+class Node:
+    """A node root with a multus conf, the fakes in its CNI bin dir, and a frozen watcher
+    (tests/installer's WatchProc: its output collected in a file, stopped with SIGTERM)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.bin = root / "opt/cni/bin"
+        self.conf = root / "etc/cni/net.d/00-multus.conf"
+        self.state = root / "var/lib/cni/delguard"
+        self.log = root / "var/log/cni-delguard/delguard.log"
+        for d in (self.bin, self.conf.parent):
+            d.mkdir(parents=True)
+        self.conf.write_text(MULTUS_CONF)
+        install_fake(self.bin, "stale-delegate", "stale_delegate.py")
+        install_fake(self.bin, "undeletable", "undeletable_delegate.py")
+        self.watcher: WatchProc | None = None
+
+    def args(self, *extra: str) -> list[str]:
+        return ["--root", str(self.root), *extra]
+
+    def start(self, *extra: str) -> None:
+        self.watcher = WatchProc(self, self.root.parent, *extra)
+
+    def text(self) -> str:
+        return self.watcher.text() if self.watcher is not None else ""
+
+    def stop(self) -> int | None:
+        return self.watcher.stop() if self.watcher is not None else None
+
+    def metrics_port(self) -> int:
+        Prometheus.wait(lambda: "metrics: serving" in self.text(), BOUND, self.text)
+        return int(re.search(r"serving http://127\.0\.0\.1:(\d+)/metrics", self.text())[1])
+
+    def guarded(self) -> bool:
+        try:
+            return json.loads(self.conf.read_text()).get("type") == "cni-delguard"
+        except ValueError:
+            return False
+
+    def conf_for(self, network: str, delegate: dict[str, object]) -> dict[str, object]:
+        return {"cniVersion": "1.0.0", "name": network, "type": "cni-delguard",
+                "delegate": delegate, "stateDir": str(self.state), "logFile": str(self.log),
+                "resultCacheDirs": [str(self.root / "var/lib/cni/results")],
+                "multusCacheDirs": []}
+
+    def cni(self, command: str, network: str, delegate: dict[str, object], cid: str):
+        """The installed guard (the watcher's copy, through /opt/cni/bin's link), as a runtime
+        execs it."""
+        return guard.exec_cni(self.bin, command, self.conf_for(network, delegate), cid)
+
+    def tool(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        """An operator's command, from the build (uninstall removes the installed copy)."""
+        r = subprocess.run([str(guard.frozen_binary()), *argv], capture_output=True,
+                           text=True, timeout=120, check=False)
+        assert "Traceback" not in r.stderr, r.stderr
+        return r
+
+
+@pytest.fixture
+def node(tmp_path):
+    guard.frozen_or_skip()
+    n = Node(tmp_path / "node")
+    yield n
+    n.stop()
+
+
+def rules() -> dict:
+    doc = yaml.safe_load((COMPONENT / "prometheusrule.yaml").read_text())
+    return doc["spec"]
+
+
+def dashboard_queries() -> list[str]:
+    board = json.loads((COMPONENT / "dashboard.json").read_text())
+    subst = {"$instance": ".*", "$__rate_interval": "1m", "$__range": "5m"}
+    found = []
+    for panel in board["panels"]:
+        for target in panel["targets"]:
+            expr = target["expr"]
+            for k, v in subst.items():
+                expr = expr.replace(k, v)
+            found.append(expr)
+    return found
+
+
+def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path):
+    node.start("--metrics-address", "127.0.0.1:0", "--metrics-interval", "0.5",
+               "--stuck-after", str(STUCK_AFTER))
+    port = node.metrics_port()
+    stale = {"type": "stale-delegate", "stateDir": str(tmp_path / "stale")}
+    undeletable = {"type": "undeletable"}
+    prom_dir = tmp_path / "prometheus"
+    prom_dir.mkdir()
+    with Prometheus(prom_dir, {"test-node": f"127.0.0.1:{port}"}, rules()) as prom:
+        prom.wait_value('up{job="cni-delguard"}', 1, BOUND)
+        prom.wait_value("cni_delguard_node_guarded", 1, BOUND)
+        assert prom.value("cni_delguard_ready_code") == 0
+        build = prom.query("cni_delguard_build_info")
+        assert build == {(("arch", "amd64"), ("version", __version__)): 1.0}
+        assert prom.value("cni_delguard_rewraps_total") >= 1
+        assert prom.value("cni_delguard_state_readable") == 1
+
+        # A stale DEL: nothing was ever added, the guard answers without the delegate.
+        assert node.cni("DEL", "net-a", stale, "stale1") == (0, None)
+        # A deadlock break: the ADD fails and so does the delegate's cleanup DEL (no state), the
+        # attempted marker stays; the next DEL is forwarded, fails, and is answered with success.
+        code, out = node.cni("ADD", "net-a", {**stale, "failAdd": 11}, "break1")
+        assert (code, out["code"]) == (1, 11)
+        prom.wait_value('cni_delguard_markers{state="attempted"}', 1, BOUND)
+        assert node.cni("DEL", "net-a", stale, "break1") == (0, None)
+        # A strict DEL that keeps failing: a completed ADD its delegate can never delete.
+        assert node.cni("ADD", "net-b", undeletable, "stuck1")[0] == 0
+        for _ in range(2):
+            code, out = node.cni("DEL", "net-b", undeletable, "stuck1")
+            assert (code, out["code"]) == (1, 7)
+        prom.wait_value("cni_delguard_stuck_strict_dels", 1, BOUND)
+        # The operator releases it; the next DEL fails at the delegate and succeeds: released.
+        r = node.tool("release", "--state-dir", str(node.state), "--container", "stuck1",
+                      "--reason", "test: leak accepted")
+        assert r.returncode == 0, r.stderr
+        assert node.cni("DEL", "net-b", undeletable, "stuck1") == (0, None)
+
+        expected_decisions = {
+            ("DEL", "skip"): 1,
+            ("ADD", "add-failed"): 1,
+            ("DEL", "forward-lenient"): 1,
+            ("ADD", "add-completed"): 1,
+            ("DEL", "forward-strict"): 2,
+            ("DEL", "released"): 1,
+        }
+        expected = {(("command", c), ("decision", d)): float(n)
+                    for (c, d), n in expected_decisions.items()}
+        prom.wait(lambda: prom.query("cni_delguard_decisions_total") == expected, BOUND,
+                  lambda: prom.query("cni_delguard_decisions_total"))
+        prom.wait_value("cni_delguard_stuck_strict_dels", 0, BOUND)
+        assert prom.value("cni_delguard_deadlock_breaks_total") == 2  # lenient + released
+        assert prom.value("cni_delguard_released_total") == 1
+        assert prom.query("cni_delguard_markers") == {
+            (("state", s),): 0.0 for s in ("attempted", "completed", "deleting", "corrupt")
+        }
+        for zero in ("cni_delguard_log_malformed_lines_total", "cni_delguard_log_read_errors_total",
+                     "cni_delguard_watch_errors_total", "cni_delguard_backoffs_total",
+                     "cni_delguard_observe_would_skip_total"):
+            assert prom.value(zero) == 0, zero
+        assert prom.value("cni_delguard_log_readable") == 1
+        assert prom.value("process_resident_memory_bytes") > 0  # the watcher's own cost
+
+        # The rules are loaded and evaluate without error; so does every dashboard query.
+        prom.wait(lambda: all(r["health"] == "ok" and not r["lastEvaluation"].startswith("0001")
+                              for g in prom.api("rules")["groups"] for r in g["rules"]),
+                  BOUND, lambda: prom.api("rules"))
+        names = {r["name"] for g in prom.api("rules")["groups"] for r in g["rules"]}
+        assert len(names) == 7
+        for expr in dashboard_queries():
+            prom.api("query", query=expr)  # asserts status success: it parsed and evaluated
+
+        # An uninstall: the node is no longer guarded, and says why (13).
+        r = node.tool("uninstall", "--root", str(node.root))
+        assert r.returncode == 0, r.stderr
+        prom.wait_value("cni_delguard_node_guarded", 0, BOUND)
+        assert prom.value("cni_delguard_ready_code") == 13
+    assert not prom.data.exists()  # the server's data dir goes with it
+    assert node.stop() == 0, node.text()
+
+
+def test_clients_that_hold_the_endpoint_do_not_stall_the_guarding(node):
+    """Every slot held by a client that never sends its request, another trickling bytes, and
+    one sending a huge header: the watcher still wraps a rewritten conf again, and once the
+    hostile clients are cut off a scrape is served."""
+    node.start("--metrics-address", "127.0.0.1:0", "--metrics-interval", "0.5")
+    port = node.metrics_port()
+    Prometheus.wait(node.guarded, BOUND, node.text)
+    hostile = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]
+    try:
+        try:
+            hostile[0].sendall(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 100_000)
+        except OSError:
+            pass  # cut off (431) while still sending: what should happen
+        for _ in range(3):
+            node.conf.write_text(MULTUS_CONF)  # multus regenerates its conf: the wrap is lost
+            assert not node.guarded()
+            Prometheus.wait(node.guarded, BOUND, node.text)
+            for s in hostile[1:3]:
+                try:
+                    s.sendall(b"G")
+                except OSError:
+                    pass  # cut off at its deadline
+    finally:
+        for s in hostile:
+            s.close()
+    deadline = time.monotonic() + BOUND
+    body = b""
+    while time.monotonic() < deadline and b"cni_delguard_node_guarded 1.0" not in body:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            body = b"".join(iter(lambda: s.recv(65536), b""))
+        time.sleep(0.2)
+    assert b"cni_delguard_node_guarded 1.0" in body
+    assert node.text().count("metrics:") == 1, node.text()  # serving; no traceback, no noise
+    assert os.path.exists(node.bin / "cni-delguard")
+
+
+def test_a_port_already_taken_is_one_line_and_the_node_stays_guarded(node):
+    """The frozen watcher asked to listen where another process already does: one line that says
+    so, and the guarding goes on (the conf wrapped, and wrapped again after multus rewrites it);
+    once the port is free, the endpoint comes up without a restart."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        node.start("--metrics-address", f"127.0.0.1:{port}", "--metrics-interval", "0.5")
+        Prometheus.wait(node.guarded, BOUND, node.text)
+        node.conf.write_text(MULTUS_CONF)
+        Prometheus.wait(node.guarded, BOUND, node.text)
+        Prometheus.wait(lambda: "cannot listen" in node.text(), BOUND, node.text)
+        time.sleep(2)  # several refreshes, each trying again
+        said = [ln for ln in node.text().splitlines() if "metrics:" in ln]
+        assert len(said) == 1, said
+        assert f"cannot listen on 127.0.0.1:{port}" in said[0] and "still guarded" in said[0]
+    finally:
+        holder.close()
+    Prometheus.wait(lambda: "metrics: serving" in node.text(), BOUND, node.text)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+        body = b"".join(iter(lambda: s.recv(65536), b""))
+    assert b"cni_delguard_node_guarded 1.0" in body
+    assert node.stop() == 0, node.text()
