@@ -18,8 +18,8 @@ from typing import Any
 from cni_delguard import __version__
 
 FILE = "delguard-build.json"
-# What `uname -m` says, as Debian (and Kubernetes, and OCI images) name the arch.
-ARCHES = {"x86_64": "amd64", "aarch64": "arm64"}
+# What `uname -m` says, as Debian (and Kubernetes' kubernetes.io/arch, and OCI images) name it.
+ARCHES = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le"}
 
 
 def info() -> dict[str, Any]:

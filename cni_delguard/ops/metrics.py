@@ -29,9 +29,8 @@ if TYPE_CHECKING:
     from cni_delguard.ops.series import Values
 
 FILE_MODE = 0o644
-# Kubernetes' names for the CPU archs (the kubernetes.io/arch node label), so a dashboard can
-# join build_info with the nodes; any other `uname -m` is passed on when it is a plain word.
-ARCHS = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le"}
+# The arch is Kubernetes' name for it (the kubernetes.io/arch node label, buildinfo.ARCHES), so a
+# dashboard can join build_info with the nodes; anything else is passed on when a plain word.
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 
@@ -108,6 +107,8 @@ def marker_values(state_dir: str, now: float) -> Values:
 
 
 def build_values() -> Values:
-    machine = os.uname().machine
-    arch = ARCHS.get(machine, machine if set(machine) <= _WORD else series.OTHER)
-    return {"build": {(__version__, arch): 1.0}}
+    """The arch the bundle was built for (its build info), or this machine's from source."""
+    from cni_delguard import buildinfo
+
+    arch = str(buildinfo.info().get("arch"))
+    return {"build": {(__version__, arch if set(arch) <= _WORD else series.OTHER): 1.0}}

@@ -37,7 +37,8 @@ def make_feed(root: Path, stuck_after: float | None = None) -> tuple[WatcherFeed
     for d in ("etc/cni/net.d", "opt/cni/bin"):
         (root / d).mkdir(parents=True, exist_ok=True)
     opts = actions.Options(
-        root=str(root), bin_dir=str(root / "opt/cni/bin"), conf_dir=str(root / "etc/cni/net.d"), conf_file=None,
+        root=str(root), bin_dir=str(root / "opt/cni/bin"), conf_dir=str(root / "etc/cni/net.d"),
+        conf_file=None,
         wrap=None, state_dir=str(root / "state"),
     )
     counts = watch.Counts()
