@@ -127,14 +127,26 @@ class UnsafeFileError(OSError):
 
 
 class FileInfo:
-    """A regular file's bytes with the mode and owner it had when it was read."""
+    """A regular file's bytes with the mode, owner and link count it had when it was read."""
 
-    __slots__ = ("data", "gid", "mode", "uid")
+    __slots__ = ("data", "gid", "mode", "nlink", "uid")
 
     def __init__(self, data: bytes, st: os.stat_result) -> None:
         self.data = data
         self.mode = stat.S_IMODE(st.st_mode)
         self.uid, self.gid = st.st_uid, st.st_gid
+        self.nlink = st.st_nlink
+
+    def distrust(self) -> str | None:
+        """Why this file is not one only we could have written (None when it is): another
+        owner than our euid, writable by group or others, or a second name (a hard link)."""
+        if self.uid != os.geteuid():
+            return f"owned by uid {self.uid}, not {os.geteuid()}"
+        if self.mode & 0o022:
+            return f"writable by group or others (mode {self.mode:o})"
+        if self.nlink != 1:
+            return f"{self.nlink} hard links"
+        return None
 
 
 def read_regular(dir_fd: int | None, name: str, limit: int = MAX_SMALL) -> FileInfo:

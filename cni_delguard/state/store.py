@@ -22,6 +22,8 @@ LOCK_SUFFIX = ".lock"
 RELEASE_SUFFIX = ".release"
 # A file name has at most 255 bytes; leave room for the suffixes and the temp-file decoration.
 _MAX_KEY = 200
+# The last second an ISO 8601 UTC stamp with a four-digit year can show (9999-12-31T23:59:59Z).
+MAX_EPOCH = 253402300799
 
 
 def attachment_key(container_id: str, ifname: str) -> str:
@@ -42,6 +44,39 @@ def marker_path(state_dir: str, network: str, key: str) -> str:
 
 def lock_path(state_dir: str, network: str, key: str) -> str:
     return os.path.join(network_dir(state_dir, network), key + LOCK_SUFFIX)
+
+
+def epoch(value: object) -> float | None:
+    """A `time` read from a marker or a release record, when it is a UNIX time the tools can
+    show: a finite number from 1970 to the year 9999. Anything else (a bool, a string, NaN,
+    1e999, a 400-digit integer that float() cannot even convert) is None: unknown."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not 0 <= value <= MAX_EPOCH:  # NaN fails every comparison; a huge int never converts
+        return None
+    return float(value)
+
+
+class Release:
+    """An operator's release record as found (ops/release.py writes it): its fields, the owner
+    fstat gives, and `refused`, why it does not count, when it does not."""
+
+    __slots__ = ("fields", "owner", "refused")
+
+    def __init__(self, fields: dict[str, object], owner: int | None, refused: str | None) -> None:
+        self.fields, self.owner, self.refused = fields, owner, refused
+
+    def logged(self) -> dict[str, object]:
+        """What the decision log says of it: the reason (the tool's 500 characters at most),
+        the time when it is a valid one, and the owner's uid from fstat, never what the file
+        claims."""
+        reason = str(self.fields.get("reason", "no reason recorded"))[:500]
+        given: dict[str, object] = {"reason": reason}
+        when = epoch(self.fields.get("time"))
+        if when is not None:
+            given["time"] = when
+        given["uid"] = self.owner
+        return given
 
 
 def parse_marker(data: bytes | None) -> str | None:
@@ -137,14 +172,25 @@ class MarkerStore:
         """The marker's fields; empty when it is missing or unreadable."""
         return _fields(fsutil.read_at(self.fd, key + MARKER_SUFFIX)) or {}
 
-    def release(self, key: str) -> dict[str, object] | None:
-        """The operator's release record of this attachment; None when there is none. A record
-        that cannot be parsed still stands (the file is the operator's word): its fields are
-        then empty."""
-        data = fsutil.read_at(self.fd, key + RELEASE_SUFFIX)
-        if data is None:
+    def release(self, key: str) -> Release | None:
+        """The operator's release record of this attachment; None when there is none.
+
+        Only root's own record counts (it lets a DEL leak state on purpose): a regular file,
+        not a symlink, owned by our euid, not writable by group or others, one link, in this
+        network dir (which the store opened as ours). A record written by someone else while
+        the dir was mis-moded stays refused after the mode is repaired. A record of root's that
+        cannot be parsed still stands (the file is the operator's word): its fields are then
+        empty."""
+        try:
+            info = fsutil.read_regular(self.fd, key + RELEASE_SUFFIX)
+        except FileNotFoundError:
             return None
-        return _fields(data) or {}
+        except OSError as exc:  # a symlink, a FIFO, too big, unreadable
+            return Release({}, None, f"{key}{RELEASE_SUFFIX}: {exc.strerror or exc}")
+        why = info.distrust()
+        if why is not None:
+            return Release({}, info.uid, f"{key}{RELEASE_SUFFIX}: {why}")
+        return Release(_fields(info.data) or {}, info.uid, None)
 
     def put_release(self, key: str, body: dict[str, object]) -> None:
         """Write the release record: atomic, fsynced, 0600, never through a symlink."""
