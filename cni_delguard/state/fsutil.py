@@ -37,6 +37,7 @@ MAX_SMALL = 64 * 1024
 class UnsafeDirError(errors.CniError):
     def __init__(self, path: str, why: str) -> None:
         super().__init__(errors.IO_FAILURE, f"state dir {path} is unusable: {why}")
+        self.why = why
 
 
 def sha256(data: bytes = b"") -> Hash:

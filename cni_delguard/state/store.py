@@ -12,8 +12,13 @@ import os
 import time
 
 from cni_delguard.cni import errors, jsonlite
+from cni_delguard.cni.skel import valid_network
 from cni_delguard.state import fsutil
 from cni_delguard.state.marker import CORRUPT, KNOWN
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 NETWORKS = "networks"
 MARKER_SUFFIX = ".json"
@@ -55,6 +60,58 @@ def epoch(value: object) -> float | None:
     if not 0 <= value <= MAX_EPOCH:  # NaN fails every comparison; a huge int never converts
         return None
     return float(value)
+
+
+class NetworkDir:
+    """One entry of `<stateDir>/networks`: its fd when the guard may read it, else why not."""
+
+    __slots__ = ("fd", "name", "path", "skipped")
+
+    def __init__(self, name: str, path: str, fd: int | None, skipped: str | None) -> None:
+        self.name, self.path, self.fd, self.skipped = name, path, fd, skipped
+
+
+def network_dirs(state_dir: str) -> Iterator[NetworkDir]:
+    """Every entry of `<stateDir>/networks`, sorted, under the one rule every reader of the
+    state dir shares (list, doctor, release, metrics, GC): a network dir is read only when its
+    name is a network name the guard could have written, and it opens as the guard's own
+    directory (not a symlink, a directory, owned by our euid, not writable by group or others;
+    fsutil.open_subdir). Anything else is yielded with `skipped` (why) and no fd: never read,
+    never written through. The fd is closed when the caller moves on.
+
+    FileNotFoundError when the state dir is missing; UnsafeDirError (a CniError) when the state
+    dir or `networks` itself is unusable. A missing `networks` yields nothing."""
+    root = fsutil.open_dir(state_dir)
+    nets_path = os.path.join(state_dir, NETWORKS)
+    try:
+        nets = fsutil.open_subdir(root, NETWORKS, nets_path, create=False)
+    except FileNotFoundError:
+        return
+    finally:
+        os.close(root)
+    try:
+        for name in sorted(os.listdir(nets)):
+            yield from _network_dir(nets, name, os.path.join(nets_path, name))
+    finally:
+        os.close(nets)
+
+
+def _network_dir(nets: int, name: str, path: str) -> Iterator[NetworkDir]:
+    if not valid_network(name):
+        yield NetworkDir(name, path, None, "not a network name the guard writes")
+        return
+    try:
+        fd = fsutil.open_subdir(nets, name, path, create=False)
+    except fsutil.UnsafeDirError as exc:
+        yield NetworkDir(name, path, None, exc.why)
+        return
+    except OSError as exc:  # gone meanwhile, EACCES, EIO
+        yield NetworkDir(name, path, None, f"cannot open it: {exc.strerror or exc}")
+        return
+    try:
+        yield NetworkDir(name, path, fd, None)
+    finally:
+        os.close(fd)
 
 
 class Release:
@@ -170,7 +227,7 @@ class MarkerStore:
 
     def body(self, key: str) -> dict[str, object]:
         """The marker's fields; empty when it is missing or unreadable."""
-        return _fields(fsutil.read_at(self.fd, key + MARKER_SUFFIX)) or {}
+        return marker_body(self.fd, key)
 
     def release(self, key: str) -> Release | None:
         """The operator's release record of this attachment; None when there is none.
@@ -216,6 +273,11 @@ class MarkerStore:
         for name in os.listdir(self.fd):
             if name.startswith(prefixes) and name.endswith(".tmp"):
                 fsutil.unlink_at(self.fd, name)
+
+
+def marker_body(dir_fd: int, key: str) -> dict[str, object]:
+    """The fields of the marker `key` in a network dir's fd; empty when missing or unreadable."""
+    return _fields(fsutil.read_at(dir_fd, key + MARKER_SUFFIX)) or {}
 
 
 def _fields(data: bytes | None) -> dict[str, object] | None:

@@ -163,7 +163,8 @@ def test_gc_prunes_release_records_with_their_attachments(tmp_path):
             markers.write(f"{cid}:eth0", "completed", cid, "eth0")
             markers.put_release(f"{cid}:eth0", {"reason": "r"})
         markers.put_release("orphan:eth0", {"reason": "r"})  # its marker went by hand
-    pruned = prune.prune(make_settings(tmp_path), [{"containerID": "keep", "ifname": "eth0"}])
-    assert pruned == ["drop:eth0", "orphan:eth0"]
+    valid = [{"containerID": "keep", "ifname": "eth0"}]
+    pruned, skipped = prune.prune(make_settings(tmp_path), valid)
+    assert (pruned, skipped) == (["drop:eth0", "orphan:eth0"], None)
     net = tmp_path / "networks/net1"
     assert sorted(p.name for p in net.iterdir()) == ["keep:eth0.json", "keep:eth0.release"]

@@ -151,6 +151,51 @@ def test_epoch_takes_only_a_time_the_tools_can_show(value, expected):
     assert store.epoch(value) == expected
 
 
+# -- the one rule for which network dirs are read (issue 20) ----------------------------------
+
+
+def _state_with_odd_networks(tmp_path):
+    state = tmp_path / "state"
+    with store.MarkerStore(str(state), "good", create=True) as markers:
+        markers.write("c1:eth0", marker.COMPLETED, "c1", "eth0")
+    nets = state / "networks"
+    (tmp_path / "elsewhere").mkdir()
+    (nets / "link").symlink_to(tmp_path / "elsewhere")
+    (nets / "open").mkdir(mode=0o700)
+    (nets / "open").chmod(0o777)
+    (nets / "file").write_text("")
+    (nets / ".hidden").mkdir(mode=0o700)
+    return state
+
+
+def test_network_dirs_reads_only_the_guards_own_and_says_why_not(tmp_path):
+    state = _state_with_odd_networks(tmp_path)
+    seen = {d.name: (d.fd is not None, d.skipped) for d in store.network_dirs(str(state))}
+    assert seen == {
+        ".hidden": (False, "not a network name the guard writes"),
+        "file": (False, "a symlink or not a directory"),
+        "good": (True, None),
+        "link": (False, "a symlink or not a directory"),
+        "open": (False, "writable by group or others (mode 777)"),
+    }
+
+
+def test_network_dirs_of_a_missing_state_dir_or_networks(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        list(store.network_dirs(str(tmp_path / "none")))
+    (tmp_path / "empty").mkdir(mode=0o700)
+    assert list(store.network_dirs(str(tmp_path / "empty"))) == []
+
+
+def test_network_dirs_refuses_an_unusable_networks_dir(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (tmp_path / "elsewhere").mkdir()
+    (state / "networks").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(fsutil.UnsafeDirError, match="a symlink or not a directory"):
+        list(store.network_dirs(str(state)))
+
+
 # -- release records: only root's own counts (issue 20) ---------------------------------------
 
 
