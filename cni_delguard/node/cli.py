@@ -32,6 +32,8 @@ from cni_delguard.node.errors import InstallerError, NoConfError
 from cni_delguard.tooling import Parser, UsageError
 
 PROG = "cni-delguard"
+# Guard keys that are paths: normalized before they are written into the conf.
+_PATH_KEYS = ("stateDir", "logFile")
 MetricsWriter = Callable[[str, str, str], None]
 
 
@@ -171,29 +173,24 @@ def options(args: argparse.Namespace) -> actions.Options:
         ("mode", "mode"),
     )
     for attr, key in guard_keys:
-        if getattr(args, attr, None) is not None:
-            keys[key] = getattr(args, attr)
+        value = getattr(args, attr, None)
+        if value is not None:
+            # The conf gets the path as the guard will read it (normalized), never `/../x`.
+            keys[key] = where.absolute(value) if key in _PATH_KEYS and value else value
     bundle_dir = None
     if args.command == "install" and not args.no_bundle:
         bundle_dir = args.bundle_dir or default_bundle_dir()
     return actions.Options(
-        bin_dir=under(args.root, args.bin_dir),
-        conf_dir=under(args.root, args.conf_dir),
+        bin_dir=where.under(args.root, args.bin_dir),
+        conf_dir=where.under(args.root, args.conf_dir),
         conf_file=args.conf_file,
         wrap=args.wrap,
-        state_dir=under(args.root, args.state_dir or defaults.STATE_DIR),
+        state_dir=where.under(args.root, args.state_dir or defaults.STATE_DIR),
         bundle_dir=bundle_dir,
         keys=keys,
         dry_run=args.dry_run,
         lock_timeout=args.lock_timeout,
     )
-
-
-def under(root: str, path: str) -> str:
-    """`path` as seen on the node, reached through `root` (the conf keeps the node's own paths)."""
-    if not path.startswith("/"):
-        raise UsageError(f"{path!r} must be an absolute path")
-    return os.path.normpath(os.path.join(root, path.lstrip("/")))
 
 
 def default_bundle_dir() -> str:
@@ -321,12 +318,13 @@ def _tasks(
     args: argparse.Namespace, opts: actions.Options, say: actions.Say
 ) -> list[watch.Periodic]:
     tasks = []
-    guard_log = under(args.root, args.log_file or defaults.LOG_FILE) if args.log_file != "" else ""
+    log_file = args.log_file or defaults.LOG_FILE
+    guard_log = where.under(args.root, log_file) if args.log_file != "" else ""
     log = guard_log if args.follow_log is None else args.follow_log
     if log:
         tasks.append(watch.Periodic(args.watch_interval, follow.Follower(log, say).poll))
     if args.metrics_file:
-        writer, path = args.metrics_writer, under(args.root, args.metrics_file)
+        writer, path = args.metrics_writer, where.under(args.root, args.metrics_file)
 
         def refresh() -> None:
             try:

@@ -28,6 +28,7 @@ from cni_delguard.ops.logread import LogError, LogReader
 from cni_delguard.ops.text import age, clean
 from cni_delguard.state import fsutil
 from cni_delguard.state.marker import ATTEMPTED, CORRUPT
+from cni_delguard.tooling import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class Node:
     now: float = field(default_factory=time.time)
 
     def under(self, path: str) -> str:
-        return os.path.normpath(os.path.join(self.root, path.lstrip("/")))
+        return options.under(self.root, path)
 
 
 def discover(root: str, conf_dir: str, bin_dir: str) -> Node:
@@ -103,7 +104,8 @@ def discover(root: str, conf_dir: str, bin_dir: str) -> Node:
         node.under(d) for d in _paths(keys.get("multusCacheDirs"), defaults.MULTUS_CACHE_DIRS)
     )
     log_file = keys.get("logFile", defaults.LOG_FILE)
-    node.log_file = node.under(log_file) if isinstance(log_file, str) and log_file else ""
+    log_file = _path(log_file, defaults.LOG_FILE) if log_file != "" else ""
+    node.log_file = node.under(log_file) if log_file else ""
     timeouts = keys.get("timeouts")
     add = timeouts.get("add") if isinstance(timeouts, dict) else None
     if isinstance(add, (int, float)) and not isinstance(add, bool) and add > 0:
@@ -134,12 +136,15 @@ def _read_conf(path: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _path(value: object, default: str) -> str:
-    return value if isinstance(value, str) and value.startswith("/") else default
+    """An absolute path from the conf, normalized as the guard reads it (`/../x` is /x)."""
+    if isinstance(value, str) and value.startswith("/") and "\0" not in value:
+        return os.path.normpath(value)
+    return default
 
 
 def _paths(value: object, default: tuple[str, ...]) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(v for v in value if v.startswith("/"))
+        return tuple(p for v in value if (p := _path(v, "")))
     return default
 
 
@@ -526,7 +531,11 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if not os.path.isdir(args.root):
         stderr.write(f"cni-delguard doctor: --root {clean(args.root)} is not a directory\n")
         return 2
-    node = discover(args.root, args.conf_dir, args.bin_dir)
+    try:
+        node = discover(args.root, args.conf_dir, args.bin_dir)
+    except UsageError as exc:
+        stderr.write(f"cni-delguard doctor: {clean(exc)}\n")
+        return 2
     findings = examine(node, args.repair)
     healthy = not any(_left(f) for f in findings)
     if args.json:

@@ -163,7 +163,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    state_dir = os.path.normpath(os.path.join(args.root, args.state_dir.lstrip("/")))
+    state_dir = options.under(args.root, args.state_dir)
     target = Target(args)
     try:
         matches, skipped = find(state_dir, target)
