@@ -25,7 +25,7 @@ from cni_delguard.node import bundle, confdir, options, patch
 from cni_delguard.node.errors import InstallerError
 from cni_delguard.ops import scan, stats, stuck
 from cni_delguard.ops.logread import LogError, LogReader
-from cni_delguard.ops.text import age, clean
+from cni_delguard.ops.text import age, as_json, clean
 from cni_delguard.state import fsutil
 from cni_delguard.state.marker import ATTEMPTED, CORRUPT
 from cni_delguard.tooling import UsageError
@@ -41,6 +41,7 @@ QUARANTINE = "quarantine"
 # libcni writes its cache in place: a file this young may be a write in progress, not torn.
 SETTLE_SECONDS = 60
 LAST_BREAKS = 5
+MAX_TIMEOUT = 86400
 
 
 @dataclass
@@ -108,9 +109,16 @@ def discover(root: str, conf_dir: str, bin_dir: str) -> Node:
     node.log_file = node.under(log_file) if log_file else ""
     timeouts = keys.get("timeouts")
     add = timeouts.get("add") if isinstance(timeouts, dict) else None
-    if isinstance(add, (int, float)) and not isinstance(add, bool) and add > 0:
-        node.add_timeout = float(add)
+    node.add_timeout = _seconds(add) or node.add_timeout
     return node
+
+
+def _seconds(value: object) -> float | None:
+    """A timeout from the conf: a positive number of seconds, a day at most (NaN, 1e999 and a
+    400-digit integer are not; the comparison comes first, so float() never overflows)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if 0 < value <= MAX_TIMEOUT else None
 
 
 def _conf_names(conf_dir: str) -> list[str]:
@@ -540,7 +548,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     healthy = not any(_left(f) for f in findings)
     if args.json:
         body = {"root": args.root, "healthy": healthy, "findings": [f.as_dict() for f in findings]}
-        stdout.write(json.dumps(body, indent=2) + "\n")
+        stdout.write(as_json(body))
     else:
         stdout.write("\n".join(_text(node, findings, healthy)) + "\n")
     return 0 if healthy else 1

@@ -98,9 +98,7 @@ def _marker(network: str, key: str, path: str, fd: int, name: str) -> Marker:
     m.state = state if state in KNOWN else CORRUPT
     m.container_id = _text(body.get("containerID"))
     m.ifname = _text(body.get("ifname"))
-    stamp = body.get("time")
-    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
-        m.time = float(stamp)
+    m.time = store.epoch(body.get("time"))
     pod = body.get("pod")
     if isinstance(pod, dict):
         m.pod = {k: v for k in ("namespace", "name", "uid") if isinstance(v := pod.get(k), str)}

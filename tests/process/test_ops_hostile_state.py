@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.process.test_guard_process import bin_dir  # noqa: F401
 from tests.support import guard
 from tests.support.fakes import install_fake
-from tests.support.nodestate import marker
+from tests.support.nodestate import log_lines, marker
 
 OLD = 3600.0  # seconds: older than doctor's settle time and the ADD timeout
 POD = {"namespace": "default", "name": "web"}
@@ -82,6 +83,93 @@ class Node:
 @pytest.fixture
 def node(bin_dir, tmp_path) -> Node:  # noqa: F811 - bin_dir: the package or the frozen guard
     return Node(tmp_path)
+
+
+# -- numbers no guard writes ------------------------------------------------------------------
+
+TIMES = {
+    "400-digits": "1" + "0" * 399,
+    "minus-1e999": "-1e999",
+    "1e999": "1e999",
+    "nan": "NaN",
+    "infinity": "Infinity",
+    "minus-infinity": "-Infinity",
+    "negative": "-5",
+    "year-10000": "253402300800",
+    "bool": "true",
+}
+
+
+@pytest.mark.parametrize("token", TIMES.values(), ids=TIMES.keys())
+def test_a_marker_time_no_guard_writes_is_unknown_to_every_tool(node, token):
+    node.marker_text("net1", "c1:eth0",
+                     f'{{"state": "attempted", "containerID": "c1", "ifname": "eth0", '
+                     f'"time": {token}, "pod": {json.dumps(POD)}}}')
+    table = node.tool("list", "--state-dir", str(node.state))
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.splitlines()[1].split() == ["net1", "c1", "eth0", "attempted", "?",
+                                                    "default/web"]
+    listed = node.tool("list", "--state-dir", str(node.state), "--json")
+    assert listed.returncode == 0, listed.stderr
+    [row] = strict(listed.stdout)
+    assert (row["time"], row["ageSeconds"]) == (None, None)
+
+    code, report = node.doctor()
+    assert report["findings"]
+    assert node.tool("doctor", "--root", str(node.root)).returncode == code
+
+    prom = node.beside / "m.prom"
+    written = node.tool("stats", "--prometheus", str(prom), "--state-dir", str(node.state),
+                        "--log-file", str(node.log))
+    assert written.returncode == 0, written.stderr
+    samples = {s.name: s.value for f in text_string_to_metric_families(prom.read_text())
+               for s in f.samples}
+    assert samples["cni_delguard_oldest_attempted_age_seconds"] == 0
+    assert samples["cni_delguard_state_readable"] == 1
+
+
+def test_log_lines_with_numbers_no_guard_writes(node):
+    """NaN and Infinity are not JSON: such a line is malformed. A 400-digit error code is JSON,
+    but no CNI code: shown as none. Every output stays strict JSON."""
+    base = {"ts": "2026-11-25T10:00:00Z", "command": "DEL", "decision": "forward-lenient",
+            "network": "net1", "containerID": "c1", "ifname": "eth0",
+            "delegateError": {"code": 7, "msg": "gone"}}
+    log_lines(node.log, [base])
+    with node.log.open("a") as f:
+        f.write(json.dumps(base).replace('"code": 7', '"code": NaN') + "\n")
+        f.write(json.dumps(base).replace('"2026-11-25T10:00:00Z"', "Infinity") + "\n")
+        f.write(json.dumps(base | {"reason": 1}).replace(": 1}", ": -Infinity}") + "\n")
+        f.write(json.dumps(base).replace('"code": 7', '"code": ' + "9" * 400) + "\n")
+        f.write(json.dumps(base | {"containerID": 10**400}) + "\n")
+    summary = node.tool("stats", "--log-file", str(node.log), "--json")
+    assert summary.returncode == 0, summary.stderr
+    body = strict(summary.stdout)
+    assert body["malformedLines"] == 3
+    assert body["deadlockBreaks"] == 3
+    codes = [b["delegateError"]["code"] for b in body["lastDeadlockBreaks"]]
+    assert codes == [7, None, 7]
+    assert node.tool("stats", "--log-file", str(node.log)).returncode == 0
+    _, report = node.doctor()
+    assert any("3 deadlock breaks" in f["message"] for f in report["findings"])
+
+
+@pytest.mark.parametrize(
+    "since",
+    [
+        pytest.param("99999999999999d", id="gmtime-oserror"),
+        pytest.param("9999999999999999999999h", id="gmtime-overflow"),
+        pytest.param("1" + "0" * 5000 + "s", id="5001-digits"),
+        pytest.param("\u00b2h", id="superscript-digit"),
+    ],
+)
+def test_a_since_that_does_not_fit_is_a_usage_error(node, since):
+    log_lines(node.log, [{"ts": "2026-11-25T10:00:00Z", "command": "DEL", "decision": "skip"}])
+    proc = node.tool("stats", "--log-file", str(node.log), "--since", since)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    errors = [x for x in proc.stderr.splitlines() if "error:" in x]
+    assert len(errors) == 1 and errors[0].startswith("cni-delguard: error: argument --since: ")
+    assert len(errors[0]) < 200
 
 
 # -- paths that climb out of --root -------------------------------------------------------------
