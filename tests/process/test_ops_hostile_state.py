@@ -172,6 +172,53 @@ def test_a_since_that_does_not_fit_is_a_usage_error(node, since):
     assert len(errors[0]) < 200
 
 
+# -- one rule for which network dirs are read ---------------------------------------------------
+
+
+def _odd_networks(node: Node) -> dict[str, Path]:
+    """net1 healthy (pod default/web's marker); beside it, each holding a marker of the same
+    pod: `odd` a symlink to a dir elsewhere, `bad` mis-moded, `x y` a name no guard writes."""
+    now = time.time()
+    marker(node.state, "net1", "c1", "completed", now - 60, pod=POD)
+    elsewhere = node.beside / "elsewhere"
+    for name, d in (("odd", elsewhere), ("bad", node.state / "networks/bad"),
+                    ("x y", node.state / "networks/x y")):
+        d.mkdir(mode=0o700)
+        (d / f"c-{name[0]}:eth0.json").write_text(json.dumps(
+            {"state": "completed", "containerID": f"c-{name[0]}", "ifname": "eth0",
+             "time": now, "pod": POD}))
+    (node.state / "networks/odd").symlink_to(elsewhere)
+    (node.state / "networks/bad").chmod(0o777)
+    nets = node.state / "networks"
+    return {"odd": elsewhere, "bad": nets / "bad", "x y": nets / "x y"}
+
+
+def test_release_list_and_doctor_skip_the_same_odd_network_dirs(node):
+    odd = _odd_networks(node)
+    done = node.tool("release", "--root", str(node.root), "--pod", "default/web", "--reason", "r")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "released network net1 container c1 ifname eth0 pod default/web (marker completed)"
+    ]
+    skipped = sorted(x.split(": ", 2)[1].rsplit("/", 1)[1] for x in done.stderr.splitlines())
+    assert skipped == ["bad", "odd", "x y"], done.stderr
+    assert [p.name for p in node.state.rglob("*.release")] == ["c1:eth0.release"]
+    for d in odd.values():
+        assert not list(d.glob("*.release"))
+
+    listed = node.tool("list", "--state-dir", str(node.state), "--json")
+    assert [(r["network"], r["containerID"]) for r in strict(listed.stdout)] == [("net1", "c1")]
+
+    code, report = node.doctor()
+    networks = {Path(f["path"]).name: f for f in report["findings"] if f["check"] == "networks"}
+    assert sorted(networks) == ["bad", "odd", "x y"]
+    assert networks["odd"]["severity"] == networks["bad"]["severity"] == "problem"
+    assert "a symlink or not a directory" in networks["odd"]["message"]
+    assert "writable by group or others" in networks["bad"]["message"]
+    assert networks["x y"]["severity"] == "info"
+    assert code == 1
+
+
 # -- paths that climb out of --root -------------------------------------------------------------
 
 
