@@ -17,6 +17,7 @@ One module per job:
 | `follow.py` | the guard's decision log into the watcher's output (DELs let through) |
 | `fsops.py` | file copy, symlink switch, fsync of directories, private dirs |
 | `watch.py` | `--watch`: keep the conf wrapped and the bundle whole, with storm damping |
+| `options.py` | the options every operator command shares; `under`, the one `--root` join |
 """
 
 from __future__ import annotations
