@@ -108,6 +108,11 @@ def conf_of(path: Path) -> dict | None:
         return None
 
 
+def says(w, text: str, what: str) -> None:
+    """Wait until the watcher's output has `text`."""
+    wait_for(lambda: text in w.text(), what, BOUND, every=EVERY, detail=w.text)
+
+
 def guarded(node, path: Path) -> bool:
     """The conf names the guard and the plugin it names is complete (its manifest) and runs."""
     conf = conf_of(path)
@@ -180,13 +185,7 @@ def test_uninstall_while_the_watcher_runs_wins_and_nothing_wraps_again(node, wat
     assert r.returncode == 0, r.stderr
     assert path.read_bytes() == original
     assert os.listdir(node.bin) == []
-    wait_for(
-        lambda: "uninstalled at" in w.text(),
-        "the watcher to honour the uninstall record",
-        BOUND,
-        every=EVERY,
-        detail=w.text,
-    )
+    says(w, "uninstalled at", "the watcher to honour the uninstall record")
     multus_writes(path, MULTUS_CONF)  # multus restarts: the watcher must not take it back
     time.sleep(20 * 0.2)  # twenty polls of the watcher
     assert path.read_bytes() == original
@@ -365,9 +364,8 @@ def test_readiness_follows_the_wrap_and_the_plugin(node, tmp_path):
     assert installer(node, "ready", "--uninstalled").returncode == 0
 
 
-def test_readiness_flips_while_the_watcher_is_held_and_back_once_it_runs(node, watcher):
-    path = node.write_conf("00-multus.conf", MULTUS_CONF)
-    w = watcher()
+def ready_again(node, w) -> None:
+    """Wait until `ready` answers 0 (each check execs the probe: every 0.2 s)."""
     wait_for(
         lambda: installer(node, "ready").returncode == 0,
         "ready to answer 0",
@@ -375,19 +373,19 @@ def test_readiness_flips_while_the_watcher_is_held_and_back_once_it_runs(node, w
         every=0.2,
         detail=w.text,
     )
+
+
+def test_readiness_flips_while_the_watcher_is_held_and_back_once_it_runs(node, watcher):
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    w = watcher()
+    ready_again(node, w)
     os.kill(w.proc.pid, signal.SIGSTOP)  # the watcher cannot react: the loss stays visible
     try:
         multus_writes(path, MULTUS_CONF)
         assert installer(node, "ready").returncode == 10
     finally:
         os.kill(w.proc.pid, signal.SIGCONT)
-    wait_for(
-        lambda: installer(node, "ready").returncode == 0,
-        "ready to answer 0",
-        BOUND,
-        every=0.2,
-        detail=w.text,
-    )
+    ready_again(node, w)
 
 
 def test_uninstall_on_stop_takes_the_guard_off_when_the_pod_is_deleted(node, watcher):
@@ -412,13 +410,7 @@ def test_the_container_log_shows_each_wrap_and_each_del_let_through(node, watche
     ]
     with open(log, "a") as f:
         f.writelines(json.dumps(rec) + "\n" for rec in lines)
-    wait_for(
-        lambda: "containerID=c4" in w.text(),
-        "the watcher to print the DEL of c4",
-        BOUND,
-        every=EVERY,
-        detail=w.text,
-    )
+    says(w, "containerID=c4", "the watcher to print the DEL of c4")
     shown = [ln for ln in w.text().splitlines() if "DEL let through" in ln]
     assert [ln.split("containerID=")[1].split()[0] for ln in shown] == ["c1", "c4"]
     assert "00-multus.conf: wrapped 'multus'" in w.text()

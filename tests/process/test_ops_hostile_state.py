@@ -55,16 +55,7 @@ class Node:
         install_fake(self.bin, "multus")
 
     def tool(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [str(self.bin / "cni-delguard"), *argv],
-            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert "Traceback" not in proc.stderr, proc.stderr
-        return proc
+        return guard.tool(self.bin, *argv)
 
     def doctor(self, *extra: str) -> tuple[int, dict[str, Any]]:
         proc = self.tool("doctor", "--root", str(self.root), "--json", *extra)

@@ -67,16 +67,7 @@ def cni(node, command, pod="web", cid="c1", ifname="eth0", network="net1", args=
 
 
 def release(node: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [str(node / "bin" / "cni-delguard"), "release", "--state-dir", str(node / "state"), *argv],
-        env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+    return guard.tool(node / "bin", "release", "--state-dir", str(node / "state"), *argv)
 
 
 def calls(node: Path, cid: str | None = None) -> list[str]:
