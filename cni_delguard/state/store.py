@@ -124,11 +124,12 @@ class Release:
         self.fields, self.owner, self.refused = fields, owner, refused
 
     def logged(self) -> dict[str, object]:
-        """What the decision log says of it: the reason (the tool's 500 characters at most),
-        the time when it is a valid one, and the owner's uid from fstat, never what the file
-        claims."""
-        reason = str(self.fields.get("reason", "no reason recorded"))[:500]
-        given: dict[str, object] = {"reason": reason}
+        """What the decision log says of it: the reason when it is text (the tool's 500
+        characters at most), the time when it is a time, and the owner's uid from fstat, never
+        what the file claims."""
+        reason = self.fields.get("reason")
+        text = reason[:500] if isinstance(reason, str) else "no reason recorded"
+        given: dict[str, object] = {"reason": text}
         when = epoch(self.fields.get("time"))
         if when is not None:
             given["time"] = when

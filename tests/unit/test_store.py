@@ -242,3 +242,17 @@ def test_a_release_record_counts_only_when_it_is_roots_own(tmp_path, how, refuse
         # What the log says: the owner fstat gives, never the uid the file claims; no time
         # that is not a time (1e999 is infinity: not JSON).
         assert found.logged() == {"reason": "gone", "uid": os.geteuid()}
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        pytest.param({"reason": "r" * 600, "time": 5}, {"reason": "r" * 500, "time": 5.0},
+                     id="long-reason"),
+        pytest.param({"reason": 12, "time": "now"}, {"reason": "no reason recorded"},
+                     id="not-text"),
+        pytest.param({}, {"reason": "no reason recorded"}, id="empty"),
+    ],
+)
+def test_what_the_log_says_of_a_release_record(fields, expected):
+    assert store.Release(fields, 0, None).logged() == expected | {"uid": 0}
