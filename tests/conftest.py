@@ -1,4 +1,8 @@
 """What a bare `python3 -m pytest` runs: the fast, rootless tests; the integration suites opt in.
+And, for every test of every suite, the guard's default dirs on the host left alone
+(tests/support/hostdefaults.py): as root the session runs in a mount namespace of its own with
+tmpfs over /var/log and /var/lib/cni, and each test checks what is inside the host's
+/var/lib/cni/delguard and /var/log/cni-delguard before and after.
 
 The integration suites start containerd, mount tmpfs, make network namespaces, run cnitool, storm
 the guard, build images or run a Prometheus server: minutes, root, and changes to the host's
@@ -12,9 +16,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support import hostdefaults
 
 HERE = Path(__file__).resolve().parent
 INTEGRATION_DIRS = tuple(
@@ -56,7 +63,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(skip)
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    if opted_in(config):
-        return "integration suites: included"
-    return "integration suites: skipped (DELGUARD_INTEGRATION=1 or -m integration to run them)"
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    suites = (
+        "integration suites: included"
+        if opted_in(config)
+        else "integration suites: skipped (DELGUARD_INTEGRATION=1 or -m integration to run them)"
+    )
+    return [suites, f"the guard's host defaults: {hostdefaults.isolate()}"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test (and before collection imports a test module): out of the host's mount
+    namespace, so no test can write the guard's default dirs there."""
+    hostdefaults.isolate()
+
+
+@pytest.fixture(autouse=True)
+def host_defaults_untouched() -> Iterator[None]:
+    """What is inside the guard's default dirs on the host is the same after the test."""
+    before = hostdefaults.snapshot()
+    yield
+    after = hostdefaults.snapshot()
+    assert after == before, "the test changed the guard's default dirs on the host:\n" + "\n".join(
+        hostdefaults.changes(before, after)
+    )

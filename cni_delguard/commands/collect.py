@@ -18,7 +18,10 @@ def run(ctx: Context, data: bytes) -> bytes:
     conf, settings = passthrough.prepare(ctx, data, since="1.1.0")
     valid = conf.get(inject.VALID_ATTACHMENTS)
     # Without the list, nothing is pruned: the runtime has not said what is still in use.
-    pruned = prune.prune(settings, valid) if valid is not None else []
+    pruned, skipped = prune.prune(settings, valid) if valid is not None else ([], None)
     path = delegate.find(settings.delegate_type, ctx.inv.cni_path)
-    passthrough.call_logged(ctx, conf, settings, path, pruned=pruned)
+    extra: dict[str, object] = {"pruned": pruned}
+    if skipped is not None:  # the delegate's GC matters more than our markers: forwarded still
+        extra["warning"] = f"markers not pruned: {skipped}"
+    passthrough.call_logged(ctx, conf, settings, path, **extra)
     return b""

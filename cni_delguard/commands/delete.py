@@ -173,12 +173,17 @@ def _quietly(action: Callable[[], object]) -> None:
 class _Release:
     """Around a strict forward: when an operator released the attachment (ops/release.py), a
     delegate failure (or timeout) is logged with the operator's reason and the DEL succeeds.
-    The delegate still got its DEL; the record goes with the marker (store.remove)."""
+    The delegate still got its DEL; the record goes with the marker (store.remove). A record
+    that is not root's own (store.MarkerStore.release) is ignored with a warning: the DEL stays
+    strict."""
 
     def __init__(self, markers: store.MarkerStore, key: str, fields: dict[str, object]) -> None:
         self.fields = fields
         strict = fields["decision"] == decide.FORWARD_STRICT
         self.record = markers.release(key) if strict else None
+        if self.record is not None and self.record.refused is not None:
+            fields["warning"] = f"release record ignored: {self.record.refused}"
+            self.record = None
 
     def __enter__(self) -> None:
         return None
@@ -186,11 +191,10 @@ class _Release:
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
         if self.record is None or not isinstance(exc, errors.CniError):
             return False
-        given = {k: self.record.get(k) for k in ("reason", "uid", "time") if k in self.record}
-        why = str(given.get("reason", "no reason recorded"))[:500]  # the tool's own limit
+        given = self.record.logged()
         self.fields["decision"] = decide.RELEASED
         self.fields["reason"] = (
-            f"{self.fields['reason']}; released by an operator ({why}): "
+            f"{self.fields['reason']}; released by an operator ({given['reason']}): "
             "the delegate failed, DEL reported as success, its state is left behind"
         )
         self.fields["release"] = given

@@ -56,4 +56,5 @@ def call_logged(
             **fields,
         )
         raise
-    ctx.record("info", settings.network, decision="forward", reason="delegate succeeded", **fields)
+    level = "warning" if "warning" in fields else "info"
+    ctx.record(level, settings.network, decision="forward", reason="delegate succeeded", **fields)

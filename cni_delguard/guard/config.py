@@ -210,7 +210,7 @@ def load(conf: dict[str, Any], cni_path: str = "", *, dflt: Defaults | None = No
             pass  # a verdict from an older layout: validate again and overwrite it
     from cni_delguard.guard import models
 
-    normalized = models.validate(conf, dflt)
+    normalized = models.validate(conf, dflt.conf())
     fsutil.write_best_effort(verdict_dir, key + ".json", jsonlite.dumps(normalized).encode())
     fsutil.prune_oldest(verdict_dir, keep=_KEEP_VERDICTS)
     return Settings(normalized)
@@ -252,7 +252,7 @@ def validate_plugin_conf(
     check_version(full)
     from cni_delguard.guard import models
 
-    settings = Settings(models.validate(full, dflt or Defaults()))
+    settings = Settings(models.validate(full, (dflt or Defaults()).conf()))
     if cni_path is not None:
         check_paths(settings.state_dir, settings.log_file, cni_path)
     return settings

@@ -23,10 +23,6 @@ from cni_delguard import PLUGIN_TYPE
 from cni_delguard.cni import errors
 from cni_delguard.cni.skel import MAX_NETWORK, valid_network
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from cni_delguard.guard.config import Defaults
-
 
 def _absolute(value: str) -> str:
     if not value.startswith("/") or "\0" in value:
@@ -98,7 +94,7 @@ class GuardConf(BaseModel):
     name: Annotated[str, AfterValidator(_network)]
     type: Literal["cni-delguard"]
     delegate: DelegateConf
-    # No defaults here: validate() passes them in (config.Defaults), see _defaults below.
+    # No defaults here: validate() passes them in (config.Defaults.conf()), see _defaults below.
     stateDir: AbsPath  # noqa: N815
     resultCacheDirs: list[AbsPath]  # noqa: N815
     multusCacheDirs: list[AbsPath]  # noqa: N815
@@ -117,11 +113,11 @@ class GuardConf(BaseModel):
         return _filled(data, info, "guard")
 
 
-def validate(conf: dict[str, Any], dflt: Defaults) -> dict[str, Any]:
-    """Validate a guard config, completed with `dflt` (config.Defaults: the guard's own unless a
-    caller such as a test gives others); return the normalized settings config.Settings is built
-    from."""
-    filled = dflt.conf()
+def validate(conf: dict[str, Any], filled: dict[str, Any]) -> dict[str, Any]:
+    """Validate a guard config, completed with `filled`, the defaults as config keys
+    (config.Defaults.conf(): the guard's own unless a caller such as a test gives others);
+    return the normalized settings config.Settings is built from. A dict, not the Defaults
+    object: config.py imports this module, so this one does not import config."""
     context = {"guard": filled, "timeouts": filled["timeouts"]}
     try:
         model = GuardConf.model_validate(conf, context=context)

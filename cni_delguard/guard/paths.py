@@ -44,7 +44,8 @@ def _under(path: str, prefixes: tuple[str, ...] | list[str]) -> bool:
 
 def widened(cni_path: str) -> dict[str, list[str]]:
     """The admin's extra prefixes from the first CNI_PATH dir that has the settings file. A file
-    that is a symlink, not a regular file, not ours or writable by others is ignored."""
+    that is a symlink, not a regular file, not ours, writable by others or hard-linked is
+    ignored."""
     from cni_delguard.state import fsutil
 
     for directory in cni_path.split(os.pathsep):
@@ -54,7 +55,7 @@ def widened(cni_path: str) -> dict[str, list[str]]:
             info = fsutil.read_regular(None, os.path.join(directory, SETTINGS_FILE))
         except OSError:
             continue
-        if info.uid != os.geteuid() or info.mode & 0o022:
+        if info.distrust() is not None:
             continue
         return parse(info.data)
     return {}

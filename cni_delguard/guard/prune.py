@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from cni_delguard.cni import errors
-from cni_delguard.state import store
+from cni_delguard.state import fsutil, store
 from cni_delguard.state.locking import AttachmentLock
 
 TYPE_CHECKING = False
@@ -48,13 +48,18 @@ def _key_of(name: str) -> str | None:
     return None
 
 
-def prune(settings: Settings, valid: object) -> list[str]:
-    """Remove the state of every attachment of this network that is not valid; return the keys."""
+def prune(settings: Settings, valid: object) -> tuple[list[str], str | None]:
+    """Remove the state of every attachment of this network that is not valid: (the keys
+    pruned, why nothing was pruned when the network's dir is skipped). The rule for which dirs
+    are read is store.network_dirs's, shared with the operator's tools: a dir that is not the
+    guard's own is never read or written through, and GC goes on to the delegate."""
     keep = valid_keys(valid)
     try:
         markers = store.MarkerStore(settings.state_dir, settings.network, create=False)
     except FileNotFoundError:
-        return []
+        return [], None
+    except fsutil.UnsafeDirError as exc:
+        return [], exc.msg
     pruned = []
     with markers:
         stale = sorted({k for n in os.listdir(markers.fd) if (k := _key_of(n)) and k not in keep})
@@ -68,4 +73,4 @@ def prune(settings: Settings, valid: object) -> list[str]:
                 markers.remove(key)
                 lock.remove()
             pruned.append(key)
-    return pruned
+    return pruned, None

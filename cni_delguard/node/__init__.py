@@ -19,6 +19,7 @@ One module per job:
 | `watch.py` | `--watch`: keep the conf wrapped and the bundle whole, with storm damping |
 | `exporter.py` | the watcher's metrics thread: refresh, write the textfile, keep the endpoint |
 | `endpoint.py` | the scrape endpoint: a bounded HTTP/1.0 server for `GET /metrics` |
+| `options.py` | the options every operator command shares; `under`, the one `--root` join |
 """
 
 from __future__ import annotations

@@ -41,6 +41,8 @@ from cni_delguard.node.errors import InstallerError, NoConfError
 from cni_delguard.tooling import Parser, UsageError
 
 PROG = "cni-delguard"
+# Guard keys that are paths: normalized before they are written into the conf.
+_PATH_KEYS = ("stateDir", "logFile")
 
 
 def build_parser(out: TextIO | None = None, err: TextIO | None = None) -> argparse.ArgumentParser:
@@ -199,30 +201,25 @@ def options(args: argparse.Namespace) -> actions.Options:
         ("mode", "mode"),
     )
     for attr, key in guard_keys:
-        if getattr(args, attr, None) is not None:
-            keys[key] = getattr(args, attr)
+        value = getattr(args, attr, None)
+        if value is not None:
+            # The conf gets the path as the guard will read it (normalized), never `/../x`.
+            keys[key] = where.absolute(value) if key in _PATH_KEYS and value else value
     bundle_dir = None
     if args.command == "install" and not args.no_bundle:
         bundle_dir = args.bundle_dir or default_bundle_dir()
     return actions.Options(
         root=os.path.normpath(args.root),
-        bin_dir=under(args.root, args.bin_dir),
-        conf_dir=under(args.root, args.conf_dir),
+        bin_dir=where.under(args.root, args.bin_dir),
+        conf_dir=where.under(args.root, args.conf_dir),
         conf_file=args.conf_file,
         wrap=args.wrap,
-        state_dir=under(args.root, args.state_dir or defaults.STATE_DIR),
+        state_dir=where.under(args.root, args.state_dir or defaults.STATE_DIR),
         bundle_dir=bundle_dir,
         keys=keys,
         dry_run=args.dry_run,
         lock_timeout=args.lock_timeout,
     )
-
-
-def under(root: str, path: str) -> str:
-    """`path` as seen on the node, reached through `root` (the conf keeps the node's own paths)."""
-    if not path.startswith("/"):
-        raise UsageError(f"{path!r} must be an absolute path")
-    return os.path.normpath(os.path.join(root, path.lstrip("/")))
 
 
 def default_bundle_dir() -> str:
@@ -359,7 +356,7 @@ def _start(opts: actions.Options, say: actions.Say) -> None:
 
 def _guard_log(args: argparse.Namespace) -> str:
     """The guard's decision log as seen from here ('' when it is turned off)."""
-    return under(args.root, args.log_file or defaults.LOG_FILE) if args.log_file != "" else ""
+    return where.under(args.root, args.log_file or defaults.LOG_FILE) if args.log_file != "" else ""
 
 
 def _tasks(args: argparse.Namespace, say: actions.Say) -> list[watch.Periodic]:
@@ -375,7 +372,7 @@ def _exporter(
     if not (args.metrics_address or args.metrics_file):
         return None
     plan = exporter.Plan(opts, _guard_log(args), counts, args.stuck_after)
-    textfile = under(args.root, args.metrics_file) if args.metrics_file else None
+    textfile = where.under(args.root, args.metrics_file) if args.metrics_file else None
     metrics = exporter.Exporter(
         args.metrics(plan), args.metrics_address, textfile, args.metrics_interval, say
     )

@@ -3,12 +3,10 @@ age, pod), as a table or JSON."""
 
 from __future__ import annotations
 
-import json
-
 from cni_delguard.cni import errors
 from cni_delguard.node import options
 from cni_delguard.ops import scan
-from cni_delguard.ops.text import age, clean
+from cni_delguard.ops.text import age, as_json, clean
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,7 +40,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         stderr.write(f"cni-delguard list: {clean(msg)}\n")
         return 2
     if args.json:
-        stdout.write(json.dumps([m.as_dict(now) for m in found], indent=2) + "\n")
+        stdout.write(as_json([m.as_dict(now) for m in found]))
         return 0
     rows: list[tuple[str, ...]] = [COLUMNS]
     rows += [

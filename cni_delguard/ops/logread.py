@@ -1,8 +1,11 @@
 """Reading the decision log for the operator's tools: any file, any bytes, never a traceback.
 
 The log (and its rotated `.1`) is read in bounded chunks; a line that is not a JSON object, not
-UTF-8 or longer than MAX_LINE is counted as malformed and skipped. A path that is not a regular
-file (a directory, a FIFO that would block, a device) is refused with one line.
+UTF-8, longer than MAX_LINE or holding NaN or Infinity (which the guard never writes, and which
+is not JSON) is counted as malformed and skipped. A path that is not a regular file (a
+directory, a FIFO that would block, a device) is refused with one line. The values a tool takes
+from a record go through `text` and `error_code` where it reads them: a log is a file anyone
+with root may have edited.
 """
 
 from __future__ import annotations
@@ -19,6 +22,25 @@ if TYPE_CHECKING:
 # The guard's lines are well under 4 KiB; anything this long is not one of them.
 MAX_LINE = 1024 * 1024
 _CHUNK = 256 * 1024
+# A CNI error code is a uint32 (libcni's types.Error.Code is a uint).
+MAX_CODE = 2**32 - 1
+
+
+def text(value: object) -> str | None:
+    """A string field of a record, or None when it is anything else."""
+    return value if isinstance(value, str) else None
+
+
+def error_code(value: object) -> int | None:
+    """A CNI error code from a record: an integer from 0 to MAX_CODE, or None (a bool, a float,
+    a 400-digit integer that could not even be printed, anything else)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_CODE else None
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
 
 
 class LogError(Exception):
@@ -57,9 +79,10 @@ class LogReader:
 
 
 def parse(line: bytes) -> dict[str, Any] | None:
-    """The record a (non-blank) line holds, or None when it is not a JSON object."""
+    """The record a (non-blank) line holds, or None when it is not a JSON object (NaN and
+    Infinity, which are not JSON, make it none)."""
     try:
-        rec = json.loads(line)
+        rec = json.loads(line, parse_constant=_refuse_constant)
     except (ValueError, RecursionError):
         return None
     return rec if isinstance(rec, dict) else None

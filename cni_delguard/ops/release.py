@@ -18,7 +18,8 @@ import time
 
 from cni_delguard.cni import errors, skel
 from cni_delguard.node import options
-from cni_delguard.state import fsutil, store
+from cni_delguard.ops.text import clean
+from cni_delguard.state import store
 from cni_delguard.state.locking import AttachmentLock
 
 TYPE_CHECKING = False
@@ -88,45 +89,34 @@ def _pod_of(body: dict[str, object]) -> str:
     return f"{ns}/{name}" if skel.valid_dns_label(ns) and skel.valid_dns_subdomain(name) else "-"
 
 
-def find(state_dir: str, target: Target) -> list[Match]:
-    """The markers under state_dir that match, read without following any symlink."""
+def find(state_dir: str, target: Target) -> tuple[list[Match], list[tuple[str, str]]]:
+    """The markers under state_dir that match, read without following any symlink, and (path,
+    why) of each network dir skipped by the rule every reader shares (store.network_dirs): an
+    odd dir elsewhere never keeps an attachment in a healthy one from being released."""
     found: list[Match] = []
-    for network in _networks(state_dir):
-        if target.network is not None and network != target.network:
-            continue
-        with store.MarkerStore(state_dir, network, create=False) as markers:
-            for name in sorted(os.listdir(markers.fd)):
+    skipped: list[tuple[str, str]] = []
+    try:
+        for d in store.network_dirs(state_dir):
+            if target.network is not None and d.name != target.network:
+                continue
+            if d.fd is None:
+                skipped.append((d.path, d.skipped or ""))
+                continue
+            for name in sorted(os.listdir(d.fd)):
                 if name.startswith(".") or not name.endswith(store.MARKER_SUFFIX):
                     continue
                 key = name[: -len(store.MARKER_SUFFIX)]
-                body = markers.body(key)
+                body = store.marker_body(d.fd, key)
                 if target.matches(key, body) and _printable(body):
-                    found.append(Match(network, key, body))
-    return found
+                    found.append(Match(d.name, key, body))
+    except FileNotFoundError:
+        return [], []  # no state dir: the guard has seen no ADD
+    return found, skipped
 
 
 def _printable(body: dict[str, object]) -> bool:
     """A matched marker's identifiers are shown on the terminal: only spec-valid ones."""
     return skel.valid_name(str(body["containerID"])) and skel.valid_ifname(str(body["ifname"]))
-
-
-def _networks(state_dir: str) -> list[str]:
-    try:
-        root = fsutil.open_dir(state_dir)
-    except FileNotFoundError:
-        return []
-    try:
-        nets = fsutil.open_subdir(
-            root, store.NETWORKS, os.path.join(state_dir, store.NETWORKS), create=False
-        )
-    except FileNotFoundError:
-        return []
-    finally:
-        os.close(root)
-    try:
-        return sorted(n for n in os.listdir(nets) if skel.valid_network(n))
-    finally:
-        os.close(nets)
 
 
 def release(state_dir: str, match: Match, reason: str) -> bool:
@@ -173,10 +163,13 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    state_dir = os.path.normpath(os.path.join(args.root, args.state_dir.lstrip("/")))
+    state_dir = options.under(args.root, args.state_dir)
     target = Target(args)
     try:
-        matches = find(state_dir, target)
+        matches, skipped = find(state_dir, target)
+        err.writelines(
+            f"cni-delguard release: skipped {clean(path)}: {clean(why)}\n" for path, why in skipped
+        )
         if not matches:
             err.write(
                 f"cni-delguard release: no attachment in {state_dir} matches "

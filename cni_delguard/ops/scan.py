@@ -13,14 +13,11 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from cni_delguard.cni import errors
-from cni_delguard.cni.skel import valid_network
 from cni_delguard.state import fsutil, store
 from cni_delguard.state.marker import CORRUPT, KNOWN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from typing import Any
 
 
@@ -66,42 +63,22 @@ class LockFile:
     mtime: float
 
 
-def network_dirs(state_dir: str) -> Iterator[tuple[str, int]]:
-    """(network, dir fd) for each network dir; the fd is closed when the caller moves on.
-    Raises FileNotFoundError when the state dir is missing, CniError when it is unsafe."""
-    root = fsutil.open_dir(state_dir)
-    try:
-        nets_path = os.path.join(state_dir, store.NETWORKS)
-        try:
-            nets = fsutil.open_subdir(root, store.NETWORKS, nets_path, create=False)
-        except FileNotFoundError:
-            return
-    finally:
-        os.close(root)
-    try:
-        for name in sorted(os.listdir(nets)):
-            if not valid_network(name):
-                continue
-            try:
-                fd = fsutil.open_subdir(nets, name, os.path.join(nets_path, name), create=False)
-            except (OSError, errors.CniError):
-                continue  # not a directory, or unsafe: never read through it
-            try:
-                yield name, fd
-            finally:
-                os.close(fd)
-    finally:
-        os.close(nets)
+def skipped(state_dir: str) -> list[tuple[str, str]]:
+    """(path, why) of each network dir the shared rule skips (store.network_dirs)."""
+    return [(d.path, d.skipped) for d in store.network_dirs(state_dir) if d.skipped is not None]
 
 
 def markers(state_dir: str) -> list[Marker]:
+    """The markers of every network dir the shared rule reads (store.network_dirs)."""
     found = []
-    for network, fd in network_dirs(state_dir):
-        for name in sorted(os.listdir(fd)):
+    for d in store.network_dirs(state_dir):
+        if d.fd is None:
+            continue
+        for name in sorted(os.listdir(d.fd)):
             if name.startswith(".") or not name.endswith(store.MARKER_SUFFIX):
                 continue
-            path = os.path.join(store.network_dir(state_dir, network), name)
-            found.append(_marker(network, name[: -len(store.MARKER_SUFFIX)], path, fd, name))
+            path = os.path.join(d.path, name)
+            found.append(_marker(d.name, name[: -len(store.MARKER_SUFFIX)], path, d.fd, name))
     return found
 
 
@@ -121,9 +98,7 @@ def _marker(network: str, key: str, path: str, fd: int, name: str) -> Marker:
     m.state = state if state in KNOWN else CORRUPT
     m.container_id = _text(body.get("containerID"))
     m.ifname = _text(body.get("ifname"))
-    stamp = body.get("time")
-    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
-        m.time = float(stamp)
+    m.time = store.epoch(body.get("time"))
     pod = body.get("pod")
     if isinstance(pod, dict):
         m.pod = {k: v for k in ("namespace", "name", "uid") if isinstance(v := pod.get(k), str)}
@@ -135,19 +110,22 @@ def _text(value: object) -> str:
 
 
 def lock_files(state_dir: str) -> list[LockFile]:
+    """The lock files of every network dir the shared rule reads (store.network_dirs)."""
     found = []
-    for network, fd in network_dirs(state_dir):
-        names = set(os.listdir(fd))
+    for d in store.network_dirs(state_dir):
+        if d.fd is None:
+            continue
+        names = set(os.listdir(d.fd))
         for name in sorted(names):
             if name.startswith(".") or not name.endswith(store.LOCK_SUFFIX):
                 continue
             key = name[: -len(store.LOCK_SUFFIX)]
             try:
-                mtime = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime
+                mtime = os.stat(name, dir_fd=d.fd, follow_symlinks=False).st_mtime
             except FileNotFoundError:
                 continue
-            path = os.path.join(store.network_dir(state_dir, network), name)
-            found.append(LockFile(network, key, path, key + store.MARKER_SUFFIX in names, mtime))
+            path = os.path.join(d.path, name)
+            found.append(LockFile(d.name, key, path, key + store.MARKER_SUFFIX in names, mtime))
     return found
 
 

@@ -11,15 +11,15 @@ the log are shown escaped.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections import Counter
 from datetime import UTC, datetime
 
 from cni_delguard.guard import defaults
 from cni_delguard.node import options
+from cni_delguard.ops import logread
 from cni_delguard.ops.logread import LogError, LogReader
-from cni_delguard.ops.text import clean
+from cni_delguard.ops.text import as_json, clean
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ BREAKS = ("forward-lenient", "released")
 OBSERVE = "observe"
 _TS = "%Y-%m-%dT%H:%M:%SZ"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_MAX_DIGITS = 12  # 10**12 s is 31 700 years: anything longer reaches before 1970 anyway
 
 
 class Tally:
@@ -72,21 +73,22 @@ class Tally:
     def _unblocked(self, rec: dict[str, Any], decision: str) -> None:
         error = _delegate_error(rec)
         entry = _attachment(rec)
+        ts = logread.text(rec.get("ts"))
         if decision in BREAKS and error is not None:
             self.breaks.append(
                 {
                     **entry,
-                    "ts": rec.get("ts"),
+                    "ts": ts,
                     "decision": decision,
                     "delegateError": error,
-                    "reason": rec.get("reason"),
+                    "reason": logread.text(rec.get("reason")),
                 }
             )
         key = (entry["network"], entry["containerID"], entry["ifname"])
         seen = self.unblocked.get(key)
         if seen is None:
-            seen = self.unblocked[key] = {**entry, "first": rec.get("ts"), "count": 0}
-        seen.update(last=rec.get("ts"), decision=decision, count=seen["count"] + 1)
+            seen = self.unblocked[key] = {**entry, "first": ts, "count": 0}
+        seen.update(last=ts, decision=decision, count=seen["count"] + 1)
         if error is not None:
             seen["delegateError"] = error
 
@@ -102,14 +104,16 @@ def _attachment(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _str(value: object) -> str:
-    return value if isinstance(value, str) else ("" if value is None else str(value))
+    """A string field, or "" for anything else (a number there is not the guard's: never
+    str()ed, which fails on an integer of more than 4300 digits)."""
+    return logread.text(value) or ""
 
 
 def _delegate_error(rec: dict[str, Any]) -> dict[str, Any] | None:
     err = rec.get("delegateError")
     if not isinstance(err, dict):
         return None
-    return {"code": err.get("code"), "msg": _str(err.get("msg"))}
+    return {"code": logread.error_code(err.get("code")), "msg": _str(err.get("msg"))}
 
 
 def read(path: str, since: str | None = None, network: str | None = None) -> tuple[Tally, int]:
@@ -140,11 +144,19 @@ def summarize(
 
 
 def parse_since(value: str, now: float | None = None) -> str:
-    """`30m`, `2h`, `7d` ago, or a UTC time `2026-11-25T10:00:00Z` / a day `2026-11-25`."""
-    unit = value[-1:]
-    if unit in _UNITS and value[:-1].isdigit():
-        moment = (now if now is not None else time.time()) - int(value[:-1]) * _UNITS[unit]
-        return time.strftime(_TS, time.gmtime(moment))
+    """`30m`, `2h`, `7d` ago, or a UTC time `2026-11-25T10:00:00Z` / a day `2026-11-25`. A
+    duration that reaches before 1970 (no log line is older) is a usage error, as is any other
+    value: checked before gmtime(), which fails on such numbers with OSError or OverflowError."""
+    unit, digits = value[-1:], value[:-1]
+    if unit in _UNITS and digits.isascii() and digits.isdigit():
+        now = time.time() if now is None else now
+        # The length check first: int() refuses more than 4300 digits (ValueError).
+        seconds = int(digits) * _UNITS[unit] if len(digits) <= _MAX_DIGITS else None
+        if seconds is None or seconds > now:
+            raise argparse.ArgumentTypeError(
+                f"--since {value[:40]!r} reaches before 1970: give a shorter duration"
+            )
+        return time.strftime(_TS, time.gmtime(now - seconds))
     for fmt in (_TS, "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"):
         try:
             parsed = datetime.strptime(value, fmt).replace(tzinfo=UTC)
@@ -204,7 +216,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         stderr.write(f"cni-delguard stats: {clean(exc)}\n")
         return 2
     if args.json:
-        stdout.write(json.dumps(summary, indent=2) + "\n")
+        stdout.write(as_json(summary))
     else:
         stdout.write("\n".join(_text(summary, args.log_file)) + "\n")
     return 0

@@ -17,6 +17,7 @@ import time
 
 from cni_delguard.cni import skel
 from cni_delguard.guard import defaults
+from cni_delguard.ops import logread
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -142,10 +143,9 @@ def _attachment(rec: Mapping[str, object]) -> tuple[str, str, str] | None:
 def _failed(streak: Stuck, rec: Mapping[str, object], error: dict[str, object], at: float) -> None:
     streak.failures += 1
     streak.since, streak.last = min(streak.since, at), max(streak.last, at)
-    code = error.get("code")
     streak.last_error = {
-        "code": code if isinstance(code, int) and not isinstance(code, bool) else None,
-        "msg": _printable(str(error.get("msg", "")))[:MAX_ERROR],
+        "code": logread.error_code(error.get("code")),
+        "msg": _printable(logread.text(error.get("msg")) or "")[:MAX_ERROR],
     }
     pod, uid = rec.get("pod"), rec.get("podUID")
     if isinstance(pod, str):

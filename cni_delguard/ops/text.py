@@ -1,4 +1,5 @@
-"""Text from the node (log lines, file names, markers) made safe for a terminal.
+"""Text from the node (log lines, file names, markers) made safe for a terminal, and `--json`
+output that a machine can read.
 
 Anything in the decision log or a state dir may hold bytes an attacker chose (a container ID is
 validated, but a log or a file name planted by hand is not): control characters, escape
@@ -6,6 +7,8 @@ sequences, bidi overrides. They are shown escaped, never written raw.
 """
 
 from __future__ import annotations
+
+import json
 
 
 def clean(value: object) -> str:
@@ -34,3 +37,11 @@ def age(seconds: float | None) -> str:
         if s >= size:
             return f"{s // size}{unit}"
     return f"{s}s"
+
+
+def as_json(value: object) -> str:
+    """The one `--json` output: strict JSON (RFC 8259), indented, one trailing newline. NaN and
+    Infinity, which Python's json prints by default and jq and Go refuse, raise ValueError
+    instead: every number reaching here was validated where it was read (store.epoch,
+    logread.error_code), and a test feeds each tool NaN, 1e999 and 400-digit integers."""
+    return json.dumps(value, indent=2, allow_nan=False) + "\n"

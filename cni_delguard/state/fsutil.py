@@ -37,6 +37,7 @@ MAX_SMALL = 64 * 1024
 class UnsafeDirError(errors.CniError):
     def __init__(self, path: str, why: str) -> None:
         super().__init__(errors.IO_FAILURE, f"state dir {path} is unusable: {why}")
+        self.why = why
 
 
 def sha256(data: bytes = b"") -> Hash:
@@ -127,14 +128,26 @@ class UnsafeFileError(OSError):
 
 
 class FileInfo:
-    """A regular file's bytes with the mode and owner it had when it was read."""
+    """A regular file's bytes with the mode, owner and link count it had when it was read."""
 
-    __slots__ = ("data", "gid", "mode", "uid")
+    __slots__ = ("data", "gid", "mode", "nlink", "uid")
 
     def __init__(self, data: bytes, st: os.stat_result) -> None:
         self.data = data
         self.mode = stat.S_IMODE(st.st_mode)
         self.uid, self.gid = st.st_uid, st.st_gid
+        self.nlink = st.st_nlink
+
+    def distrust(self) -> str | None:
+        """Why this file is not one only we could have written (None when it is): another
+        owner than our euid, writable by group or others, or a second name (a hard link)."""
+        if self.uid != os.geteuid():
+            return f"owned by uid {self.uid}, not {os.geteuid()}"
+        if self.mode & 0o022:
+            return f"writable by group or others (mode {self.mode:o})"
+        if self.nlink != 1:
+            return f"{self.nlink} hard links"
+        return None
 
 
 def read_regular(dir_fd: int | None, name: str, limit: int = MAX_SMALL) -> FileInfo:

@@ -12,8 +12,13 @@ import os
 import time
 
 from cni_delguard.cni import errors, jsonlite
+from cni_delguard.cni.skel import valid_network
 from cni_delguard.state import fsutil
 from cni_delguard.state.marker import CORRUPT, KNOWN
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 NETWORKS = "networks"
 MARKER_SUFFIX = ".json"
@@ -22,6 +27,8 @@ LOCK_SUFFIX = ".lock"
 RELEASE_SUFFIX = ".release"
 # A file name has at most 255 bytes; leave room for the suffixes and the temp-file decoration.
 _MAX_KEY = 200
+# The last second an ISO 8601 UTC stamp with a four-digit year can show (9999-12-31T23:59:59Z).
+MAX_EPOCH = 253402300799
 
 
 def attachment_key(container_id: str, ifname: str) -> str:
@@ -42,6 +49,92 @@ def marker_path(state_dir: str, network: str, key: str) -> str:
 
 def lock_path(state_dir: str, network: str, key: str) -> str:
     return os.path.join(network_dir(state_dir, network), key + LOCK_SUFFIX)
+
+
+def epoch(value: object) -> float | None:
+    """A `time` read from a marker or a release record, when it is a UNIX time the tools can
+    show: a finite number from 1970 to the year 9999. Anything else (a bool, a string, NaN,
+    1e999, a 400-digit integer that float() cannot even convert) is None: unknown."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not 0 <= value <= MAX_EPOCH:  # NaN fails every comparison; a huge int never converts
+        return None
+    return float(value)
+
+
+class NetworkDir:
+    """One entry of `<stateDir>/networks`: its fd when the guard may read it, else why not."""
+
+    __slots__ = ("fd", "name", "path", "skipped")
+
+    def __init__(self, name: str, path: str, fd: int | None, skipped: str | None) -> None:
+        self.name, self.path, self.fd, self.skipped = name, path, fd, skipped
+
+
+def network_dirs(state_dir: str) -> Iterator[NetworkDir]:
+    """Every entry of `<stateDir>/networks`, sorted, under the one rule every reader of the
+    state dir shares (list, doctor, release, metrics, GC): a network dir is read only when its
+    name is a network name the guard could have written, and it opens as the guard's own
+    directory (not a symlink, a directory, owned by our euid, not writable by group or others;
+    fsutil.open_subdir). Anything else is yielded with `skipped` (why) and no fd: never read,
+    never written through. The fd is closed when the caller moves on.
+
+    FileNotFoundError when the state dir is missing; UnsafeDirError (a CniError) when the state
+    dir or `networks` itself is unusable. A missing `networks` yields nothing."""
+    root = fsutil.open_dir(state_dir)
+    nets_path = os.path.join(state_dir, NETWORKS)
+    try:
+        nets = fsutil.open_subdir(root, NETWORKS, nets_path, create=False)
+    except FileNotFoundError:
+        return
+    finally:
+        os.close(root)
+    try:
+        for name in sorted(os.listdir(nets)):
+            yield from _network_dir(nets, name, os.path.join(nets_path, name))
+    finally:
+        os.close(nets)
+
+
+def _network_dir(nets: int, name: str, path: str) -> Iterator[NetworkDir]:
+    if not valid_network(name):
+        yield NetworkDir(name, path, None, "not a network name the guard writes")
+        return
+    try:
+        fd = fsutil.open_subdir(nets, name, path, create=False)
+    except fsutil.UnsafeDirError as exc:
+        yield NetworkDir(name, path, None, exc.why)
+        return
+    except OSError as exc:  # gone meanwhile, EACCES, EIO
+        yield NetworkDir(name, path, None, f"cannot open it: {exc.strerror or exc}")
+        return
+    try:
+        yield NetworkDir(name, path, fd, None)
+    finally:
+        os.close(fd)
+
+
+class Release:
+    """An operator's release record as found (ops/release.py writes it): its fields, the owner
+    fstat gives, and `refused`, why it does not count, when it does not."""
+
+    __slots__ = ("fields", "owner", "refused")
+
+    def __init__(self, fields: dict[str, object], owner: int | None, refused: str | None) -> None:
+        self.fields, self.owner, self.refused = fields, owner, refused
+
+    def logged(self) -> dict[str, object]:
+        """What the decision log says of it: the reason when it is text (the tool's 500
+        characters at most), the time when it is a time, and the owner's uid from fstat, never
+        what the file claims."""
+        reason = self.fields.get("reason")
+        text = reason[:500] if isinstance(reason, str) else "no reason recorded"
+        given: dict[str, object] = {"reason": text}
+        when = epoch(self.fields.get("time"))
+        if when is not None:
+            given["time"] = when
+        given["uid"] = self.owner
+        return given
 
 
 def parse_marker(data: bytes | None) -> str | None:
@@ -135,16 +228,27 @@ class MarkerStore:
 
     def body(self, key: str) -> dict[str, object]:
         """The marker's fields; empty when it is missing or unreadable."""
-        return _fields(fsutil.read_at(self.fd, key + MARKER_SUFFIX)) or {}
+        return marker_body(self.fd, key)
 
-    def release(self, key: str) -> dict[str, object] | None:
-        """The operator's release record of this attachment; None when there is none. A record
-        that cannot be parsed still stands (the file is the operator's word): its fields are
-        then empty."""
-        data = fsutil.read_at(self.fd, key + RELEASE_SUFFIX)
-        if data is None:
+    def release(self, key: str) -> Release | None:
+        """The operator's release record of this attachment; None when there is none.
+
+        Only root's own record counts (it lets a DEL leak state on purpose): a regular file,
+        not a symlink, owned by our euid, not writable by group or others, one link, in this
+        network dir (which the store opened as ours). A record written by someone else while
+        the dir was mis-moded stays refused after the mode is repaired. A record of root's that
+        cannot be parsed still stands (the file is the operator's word): its fields are then
+        empty."""
+        try:
+            info = fsutil.read_regular(self.fd, key + RELEASE_SUFFIX)
+        except FileNotFoundError:
             return None
-        return _fields(data) or {}
+        except OSError as exc:  # a symlink, a FIFO, too big, unreadable
+            return Release({}, None, f"{key}{RELEASE_SUFFIX}: {exc.strerror or exc}")
+        why = info.distrust()
+        if why is not None:
+            return Release({}, info.uid, f"{key}{RELEASE_SUFFIX}: {why}")
+        return Release(_fields(info.data) or {}, info.uid, None)
 
     def put_release(self, key: str, body: dict[str, object]) -> None:
         """Write the release record: atomic, fsynced, 0600, never through a symlink."""
@@ -170,6 +274,11 @@ class MarkerStore:
         for name in os.listdir(self.fd):
             if name.startswith(prefixes) and name.endswith(".tmp"):
                 fsutil.unlink_at(self.fd, name)
+
+
+def marker_body(dir_fd: int, key: str) -> dict[str, object]:
+    """The fields of the marker `key` in a network dir's fd; empty when missing or unreadable."""
+    return _fields(fsutil.read_at(dir_fd, key + MARKER_SUFFIX)) or {}
 
 
 def _fields(data: bytes | None) -> dict[str, object] | None:

@@ -23,22 +23,22 @@ from tests.cni_conformance.lab import REFERENCE_VERSIONS, VERSIONS, Lab
 from tests.support.cnitool import container_id
 from tests.support.netns import Netns
 from tests.support.recorder import read_records
+from tests.support.waiting import wait_for, wait_gone
 
 pytestmark = pytest.mark.netns
 SCENARIO = "5 interrupted add"
 
 
-def wait_for(
-    what: str, cond: Callable[[], bool], proc: subprocess.Popen[bytes], timeout: float = 60
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
+def until(what: str, cond: Callable[[], bool], proc: subprocess.Popen[bytes]) -> None:
+    """Wait for cond (tests/support/waiting.py), failing at once if the guard exits first."""
+
+    def check() -> bool:
         if proc.poll() is not None:
             out = proc.communicate()
             pytest.fail(f"the guard exited ({proc.returncode}) before {what}: {out!r}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
+        return cond()
+
+    wait_for(check, what, 60, every=0.05)
 
 
 def start_add(lab: Lab, conf: dict[str, Any], inner: Netns) -> subprocess.Popen[bytes]:
@@ -75,7 +75,7 @@ def test_guard_killed_while_bridge_runs(lab: Lab, version: str) -> None:
     net, inner = conf["name"], lab.nets.new("i")
 
     proc = start_add(lab, conf, inner)
-    wait_for("the bridge's ADD", lambda: bool(read_records(record, "hang")), proc)
+    until("the bridge's ADD", lambda: bool(read_records(record, "hang")), proc)
     lab.pids.extend(int(e["pid"]) for e in read_records(record, "hang"))
     assert "eth0" in inner.links() and lab.leases(net), "the delegate set nothing up"
     kill_guard(proc)
@@ -94,7 +94,7 @@ def test_guard_killed_while_fake_runs(lab: Lab, version: str) -> None:
     net, inner = conf["name"], lab.nets.new("i")
 
     proc = start_add(lab, conf, inner)
-    wait_for("the fake's state file", lambda: bool(state_files(lab.fake_state)), proc)
+    until("the fake's state file", lambda: bool(state_files(lab.fake_state)), proc)
     lab.pids.extend(fake_add_pids(lab))
     kill_guard(proc)
 
@@ -112,7 +112,7 @@ def test_delegate_killed_mid_add(lab: Lab, version: str) -> None:
     inner = lab.nets.new("i")
 
     proc = start_add(lab, conf, inner)
-    wait_for("the fake's state file", lambda: bool(state_files(lab.fake_state)), proc)
+    until("the fake's state file", lambda: bool(state_files(lab.fake_state)), proc)
     pids = fake_add_pids(lab)
     lab.pids.extend(pids)
     for pid in pids:
@@ -123,20 +123,6 @@ def test_delegate_killed_mid_add(lab: Lab, version: str) -> None:
     ok(lab.runner(conf).delete(inner.path), "del after the delegate was killed mid-ADD")
     assert state_files(lab.fake_state) == [], "the delegate's state was not cleaned"
     assert lab.state_files() == []
-
-
-def wait_gone(pid: int, timeout: float = 60) -> None:
-    """Until pid has exited (a zombie counts: it no longer runs)."""
-    deadline = time.monotonic() + timeout
-    stat = Path(f"/proc/{pid}/stat")
-    while stat.exists() and time.monotonic() < deadline:
-        try:
-            if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                return
-        except FileNotFoundError:
-            return
-        time.sleep(0.05)
-    assert not stat.exists() or time.monotonic() < deadline, f"pid {pid} still running"
 
 
 # grandchild: the delegate's own child outlives PR_SET_PDEATHSIG; the DEL kills it (reap.py).
@@ -160,7 +146,7 @@ def test_del_does_not_race_the_orphaned_delegate(lab: Lab, version: str, depth: 
     inner, runner = lab.nets.new("i"), lab.runner(conf)
 
     proc = start_add(lab, conf, inner)
-    wait_for("the delegate's ADD", lambda: bool(fake_add_pids(lab)), proc)
+    until("the delegate's ADD", lambda: bool(fake_add_pids(lab)), proc)
     [orphan] = fake_add_pids(lab)
     lab.pids.append(orphan)
     kill_guard(proc)
@@ -170,7 +156,7 @@ def test_del_does_not_race_the_orphaned_delegate(lab: Lab, version: str, depth: 
         assert '"code": 11' in out.stdout or "try again" in out.stderr.lower(), out.describe()
         assert time.monotonic() < deadline, "DEL never succeeded"
         time.sleep(0.5)
-    wait_gone(orphan)
+    wait_gone([orphan], f"the orphaned delegate {orphan} to exit", 60)
     leaked = state_files(lab.fake_state)
     ok(runner.delete(inner.path), "a later DEL")
     assert leaked == [], f"DEL succeeded while the delegate's ADD ran; it then leaked {leaked}"

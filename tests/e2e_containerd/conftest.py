@@ -107,7 +107,7 @@ def node(e2e_ready: str, pause_archive: Path) -> Iterator[Node]:
 @pytest.fixture
 def client(node: Node, stubs: cri.Stubs) -> Iterator[cri.CriClient]:
     """A CRI client on the node's socket, handed out once CRI knows the pause image."""
-    from tests.e2e_containerd.waiting import wait_for
+    from tests.support.waiting import wait_for
 
     client = cri.CriClient(node.socket, stubs, node.cgroup_parent)
     try:

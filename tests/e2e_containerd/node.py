@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO
 
 from tests.e2e_containerd import pause_image
-from tests.e2e_containerd.waiting import descendants, pid_alive, wait_for, wait_gone
+from tests.support.waiting import descendants, pid_alive, wait_for, wait_gone
 
 HOLDER = r"""
 import subprocess, sys

@@ -10,10 +10,10 @@ import grpc
 
 from tests.e2e_containerd.cri import CriClient
 from tests.e2e_containerd.node import Node, bridge_prefix
-from tests.e2e_containerd.waiting import wait_for
 from tests.support.confs import guard_plugin, stale_delegate
 from tests.support.guard import install_guard
 from tests.support.records import fake_calls
+from tests.support.waiting import wait_for
 
 NETWORK = "e2e"
 SUBNET = "10.251.73.0/24"  # only ever inside the pods' netns and on a bridge without an address

@@ -31,9 +31,9 @@ from tests.e2e_containerd.scenario import (
     guard_state,
     rpc_error,
 )
-from tests.e2e_containerd.waiting import wait_for
 from tests.support import guard
 from tests.support.fakes import install_fake
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.containerd
 

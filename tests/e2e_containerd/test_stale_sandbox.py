@@ -32,8 +32,8 @@ from tests.e2e_containerd.scenario import (
     markers,
     rpc_error,
 )
-from tests.e2e_containerd.waiting import wait_for, wait_gone
 from tests.support import records
+from tests.support.waiting import wait_for, wait_gone
 
 pytestmark = pytest.mark.containerd
 

@@ -97,3 +97,17 @@ def test_exec_of_the_frozen_plugin_during_upgrades_never_fails(node, tmp_path):
         t.join()
     assert failures == []
     assert len(runs) >= 10
+
+
+def test_a_state_dir_that_climbs_out_of_root_stays_under_it(node):
+    """`--state-dir /../var/lib/cni/delguard` is /var/lib/cni/delguard, as the guard reads it:
+    the installer's records go there under --root (not beside the root), and so does the conf."""
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    r = frozen("install", *node.args("--state-dir", "/../var/lib/cni/delguard"))
+    assert r.returncode == 0, r.stderr
+    assert (node.state / "installer").is_dir()
+    assert not (node.root.parent / "var").exists()
+    assert json.loads(path.read_text())["stateDir"] == "/var/lib/cni/delguard"
+    r = frozen("uninstall", *node.args("--state-dir", "/../var/lib/cni/delguard"))
+    assert r.returncode == 0, r.stderr
+    assert path.read_text() == MULTUS_CONF

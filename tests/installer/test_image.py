@@ -14,12 +14,12 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from cni_delguard.node import bundle
+from tests.support.waiting import wait_for
 
 from .conftest import MULTUS_CONF
 
@@ -168,15 +168,6 @@ def test_entrypoint_dry_run_prints_the_diff_and_a_refusal_is_one_line(image, nod
     assert "not 'calico'" in r.stderr
 
 
-def wait_for(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
-
-
 def wrapped(path):
     try:
         return json.loads(path.read_text()).get("type") == "cni-delguard"
@@ -198,17 +189,34 @@ def test_default_command_keeps_the_node_guarded_and_its_probe_follows(image, nod
     cid = r.stdout.strip()
     try:
         probe = ("exec", cid, ENTRY, "ready", "--root", "/host")
-        assert wait_for(lambda: podman(*probe).returncode == 0), podman("logs", cid).stdout
+        wait_for(
+            lambda: podman(*probe).returncode == 0,
+            "the probe to answer 0",
+            60.0,
+            every=0.2,
+            detail=lambda: podman("logs", cid).stdout,
+        )
         tmp = node.net / ".multus.tmp"  # multus restarts and rewrites its conf
         tmp.write_text(MULTUS_CONF.replace("kube-ovn", "calico"))
         os.rename(tmp, path)
-        assert wait_for(lambda: wrapped(path)), podman("logs", cid).stdout
-        assert wait_for(lambda: podman(*probe).returncode == 0)
+        wait_for(
+            lambda: wrapped(path),
+            "the conf wrapped",
+            60.0,
+            every=0.2,
+            detail=lambda: podman("logs", cid).stdout,
+        )
+        wait_for(lambda: podman(*probe).returncode == 0, "the probe to answer 0", 60.0, every=0.2)
         assert json.loads(path.read_text())["delegate"]["delegates"][0]["name"] == "calico"
         r = podman_run(image, node, "uninstall", "--root", "/host")  # while the watcher runs
         assert r.returncode == 0, r.stderr
         assert path.read_text() == MULTUS_CONF.replace("kube-ovn", "calico")
-        assert wait_for(lambda: "uninstalled at" in podman("logs", cid).stdout)
+        wait_for(
+            lambda: "uninstalled at" in podman("logs", cid).stdout,
+            "the container to honour the uninstall record",
+            60.0,
+            every=0.2,
+        )
         assert podman(*probe).returncode == 13
         logs = podman("logs", cid).stdout
         assert logs.count("wrapped 'multus'") == 2, logs

@@ -23,6 +23,7 @@ import pytest
 
 from cni_delguard.node import bundle
 from tests.support import guard
+from tests.support.waiting import wait_for
 
 from .conftest import MULTUS_CONF, make_bundle
 
@@ -35,6 +36,7 @@ MULTUS_1_0_LIST = """{"cniVersion":"1.0.0","name":"multus-cni-network","plugins"
 "delegates":[{"cniVersion":"1.0.0","name":"calico","plugins":[{"type":"calico"}]}]}]}
 """
 BOUND = 30.0  # seconds: a generous bound for "the wrap is back" on a loaded 2-core machine
+EVERY = 0.05  # seconds between checks: guarded() execs the plugin
 
 
 def command() -> list[str]:
@@ -100,20 +102,16 @@ def watcher(node, tmp_path):
         w.stop()
 
 
-def wait_for(predicate, timeout=BOUND, every=0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(every)
-    return predicate()
-
-
 def conf_of(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def says(w, text: str, what: str) -> None:
+    """Wait until the watcher's output has `text`."""
+    wait_for(lambda: text in w.text(), what, BOUND, every=EVERY, detail=w.text)
 
 
 def guarded(node, path: Path) -> bool:
@@ -152,10 +150,10 @@ def never_names_a_missing_plugin(node) -> bool:
 def test_multus_thin_rewrite_is_wrapped_again_with_the_new_content(node, watcher):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     w = watcher()
-    assert wait_for(lambda: guarded(node, path)), w.text()
+    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
     for net in ("calico", "cilium", "flannel"):  # multus restarts three times
         multus_writes(path, MULTUS_CONF.replace("kube-ovn", net))
-        assert wait_for(lambda: guarded(node, path)), w.text()
+        wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
         assert conf_of(path)["delegate"]["delegates"][0]["name"] == net
     assert w.text().count("wrapped 'multus'") == 4
     assert "found multus thin (multus) in 00-multus.conf" in w.text()
@@ -164,11 +162,17 @@ def test_multus_thin_rewrite_is_wrapped_again_with_the_new_content(node, watcher
 def test_multus_thick_deletes_and_recreates_its_conf_and_the_wrap_comes_back(node, watcher):
     path = node.write_conf("00-multus.conf", THICK_CONF)
     w = watcher()
-    assert wait_for(lambda: guarded(node, path)), w.text()
+    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
     path.unlink()  # multus-thick exits
-    assert wait_for(lambda: "does not exist" in w.text() or "no .conf" in w.text()), w.text()
+    wait_for(
+        lambda: "does not exist" in w.text() or "no .conf" in w.text(),
+        "the watcher to see the conf gone",
+        BOUND,
+        every=EVERY,
+        detail=w.text,
+    )
     multus_writes(path, THICK_CONF)  # and starts again
-    assert wait_for(lambda: guarded(node, path)), w.text()
+    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
     assert conf_of(path)["delegate"] == json.loads(THICK_CONF)
     assert "found multus thick (multus-shim) in 00-multus.conf" in w.text()
 
@@ -177,12 +181,12 @@ def test_uninstall_while_the_watcher_runs_wins_and_nothing_wraps_again(node, wat
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     original = path.read_bytes()
     w = watcher()
-    assert wait_for(lambda: guarded(node, path)), w.text()
+    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
     r = installer(node, "uninstall")
     assert r.returncode == 0, r.stderr
     assert path.read_bytes() == original
     assert os.listdir(node.bin) == []
-    assert wait_for(lambda: "uninstalled at" in w.text()), w.text()
+    says(w, "uninstalled at", "the watcher to honour the uninstall record")
     multus_writes(path, MULTUS_CONF)  # multus restarts: the watcher must not take it back
     time.sleep(20 * 0.2)  # twenty polls of the watcher
     assert path.read_bytes() == original
@@ -195,21 +199,27 @@ def test_uninstall_while_the_watcher_runs_wins_and_nothing_wraps_again(node, wat
 def test_bundle_removed_under_the_watcher_is_restored(node, watcher, tmp_path):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     w = watcher()
-    assert wait_for(lambda: guarded(node, path)), w.text()
+    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
     remove_bundle(node, tmp_path)
-    assert wait_for(lambda: guarded(node, path)), w.text()
+    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
     assert "the guard's plugin is broken" in w.text()
 
 
 def test_a_half_deleted_bundle_is_repaired_not_trusted(node, watcher):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     w = watcher()
-    assert wait_for(lambda: guarded(node, path)), w.text()
+    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
     version = node.bin / os.readlink(node.bin / "cni-delguard").split("/")[0]
     victims = sorted(p for p in version.rglob("*") if p.is_file())[::4]  # a quarter of the files
     for p in victims:
         p.unlink(missing_ok=True)  # the watcher may be replacing the whole dir meanwhile
-    assert wait_for(lambda: bundle.check(str(node.bin), deep=True) is None), w.text()
+    wait_for(
+        lambda: bundle.check(str(node.bin), deep=True) is None,
+        "the bundle repaired",
+        BOUND,
+        every=EVERY,
+        detail=w.text,
+    )
     assert guarded(node, path)
 
 
@@ -219,7 +229,13 @@ def test_without_a_bundle_to_restore_the_watcher_unwraps_the_conf(node, watcher,
     assert r.returncode == 0, r.stderr
     w = watcher("--no-bundle")
     remove_bundle(node, tmp_path)
-    assert wait_for(lambda: conf_of(path) == json.loads(MULTUS_CONF)), w.text()
+    wait_for(
+        lambda: conf_of(path) == json.loads(MULTUS_CONF),
+        "the original conf back",
+        BOUND,
+        every=EVERY,
+        detail=w.text,
+    )
     assert path.read_text() == MULTUS_CONF  # the recorded original, byte for byte
     assert never_names_a_missing_plugin(node)
 
@@ -312,7 +328,12 @@ def test_boot_with_no_conf_yet_waits_and_succeeds_when_it_appears(node, tmp_path
     with open(log, "w") as err:
         proc = subprocess.Popen(argv, stderr=err)
     try:
-        assert wait_for(lambda: "waiting (up to 120 s)" in log.read_text())
+        wait_for(
+            lambda: "waiting (up to 120 s)" in log.read_text(),
+            "the installer to wait for the conf",
+            BOUND,
+            every=EVERY,
+        )
         assert proc.poll() is None
         path = node.write_conf("00-multus.conf", MULTUS_CONF)
         assert proc.wait(timeout=120) == 0, log.read_text()
@@ -353,23 +374,34 @@ def test_readiness_follows_the_wrap_and_the_plugin(node, tmp_path):
     assert installer(node, "ready", "--uninstalled").returncode == 0
 
 
+def ready_again(node, w) -> None:
+    """Wait until `ready` answers 0 (each check execs the probe: every 0.2 s)."""
+    wait_for(
+        lambda: installer(node, "ready").returncode == 0,
+        "ready to answer 0",
+        BOUND,
+        every=0.2,
+        detail=w.text,
+    )
+
+
 def test_readiness_flips_while_the_watcher_is_held_and_back_once_it_runs(node, watcher):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     w = watcher()
-    assert wait_for(lambda: installer(node, "ready").returncode == 0, every=0.2), w.text()
+    ready_again(node, w)
     os.kill(w.proc.pid, signal.SIGSTOP)  # the watcher cannot react: the loss stays visible
     try:
         multus_writes(path, MULTUS_CONF)
         assert installer(node, "ready").returncode == 10
     finally:
         os.kill(w.proc.pid, signal.SIGCONT)
-    assert wait_for(lambda: installer(node, "ready").returncode == 0, every=0.2), w.text()
+    ready_again(node, w)
 
 
 def test_uninstall_on_stop_takes_the_guard_off_when_the_pod_is_deleted(node, watcher):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     w = watcher("--uninstall-on-stop")
-    assert wait_for(lambda: guarded(node, path)), w.text()
+    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
     assert w.stop() == 0, w.text()
     assert path.read_text() == MULTUS_CONF
     assert os.listdir(node.bin) == []
@@ -379,7 +411,7 @@ def test_the_container_log_shows_each_wrap_and_each_del_let_through(node, watche
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     log = tmp_path / "delguard.log"
     w = watcher("--follow-log", str(log))
-    assert wait_for(lambda: guarded(node, path)), w.text()
+    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
     lines = [
         {"command": "DEL", "decision": "skip", "containerID": "c1", "reason": "no evidence"},
         {"command": "ADD", "decision": "forward", "containerID": "c2"},
@@ -388,7 +420,7 @@ def test_the_container_log_shows_each_wrap_and_each_del_let_through(node, watche
     ]
     with open(log, "a") as f:
         f.writelines(json.dumps(rec) + "\n" for rec in lines)
-    assert wait_for(lambda: "containerID=c4" in w.text()), w.text()
+    says(w, "containerID=c4", "the watcher to print the DEL of c4")
     shown = [ln for ln in w.text().splitlines() if "DEL let through" in ln]
     assert [ln.split("containerID=")[1].split()[0] for ln in shown] == ["c1", "c4"]
     assert "00-multus.conf: wrapped 'multus'" in w.text()

@@ -11,6 +11,7 @@ import threading
 import time
 
 from cni_delguard.node import actions, watch
+from tests.support.waiting import wait_for
 
 from .conftest import MULTUS_CONF, run
 
@@ -34,15 +35,6 @@ def wrapped(path):
         return json.loads(path.read_text()).get("type") == "cni-delguard"
     except ValueError:
         return False
-
-
-def wait_for(predicate, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 class Watcher:
@@ -73,9 +65,9 @@ class Watcher:
 def test_watch_patches_at_start_and_again_after_a_rewrite(node, bundles):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     with Watcher(node, bundles["v1"]) as w:
-        assert wait_for(lambda: wrapped(path))
+        wait_for(lambda: wrapped(path), "the conf wrapped", 5.0)
         path.write_text(MULTUS_CONF.replace("kube-ovn", "calico"))  # multus regenerates it
-        assert wait_for(lambda: wrapped(path))
+        wait_for(lambda: wrapped(path), "the conf wrapped", 5.0)
         assert json.loads(path.read_text())["delegate"]["delegates"][0]["name"] == "calico"
     assert w.patches() == 2
 
@@ -84,7 +76,7 @@ def test_watch_waits_for_the_conf_to_appear(node, bundles):
     with Watcher(node, bundles["v1"]) as w:
         time.sleep(0.1)
         path = node.write_conf("00-multus.conf", MULTUS_CONF)
-        assert wait_for(lambda: wrapped(path))
+        wait_for(lambda: wrapped(path), "the conf wrapped", 5.0)
     assert any("no .conf" in line for line in w.log)
 
 
@@ -113,7 +105,7 @@ def test_watch_backs_off_from_a_writer_that_always_undoes_it(node, bundles):
 def test_watch_unchanged_conf_is_not_rewritten(node, bundles):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     with Watcher(node, bundles["v1"]):
-        assert wait_for(lambda: wrapped(path))
+        wait_for(lambda: wrapped(path), "the conf wrapped", 5.0)
         st = os.stat(path)
         time.sleep(0.3)
     assert (os.stat(path).st_ino, os.stat(path).st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
@@ -129,7 +121,7 @@ def test_watch_command_stops_cleanly_on_sigterm(node, bundles, tmp_path):
             [sys.executable, "-c", code, "install", *args], stdout=out, stderr=subprocess.STDOUT
         )
     try:
-        assert wait_for(lambda: wrapped(path), timeout=60), log.read_text()
+        wait_for(lambda: wrapped(path), "the conf wrapped", 60, detail=log.read_text)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0, log.read_text()
     finally:
@@ -187,7 +179,7 @@ def test_periodic_tasks_run_from_the_loop_and_a_failing_one_stops_nothing(node, 
     )
     t.start()
     try:
-        assert wait_for(lambda: wrapped(path) and len(calls) >= 3)
+        wait_for(lambda: wrapped(path) and len(calls) >= 3, "the conf wrapped and three calls", 5.0)
     finally:
         stop.set()
         t.join(5)
@@ -231,11 +223,11 @@ def test_the_watcher_refreshes_the_metrics_file_from_the_guards_log_and_markers(
     key = ("cni_delguard_decisions_total", (("command", "DEL"), ("decision", "skip")))
     guarded = ("cni_delguard_node_guarded", ())
     try:
-        assert wait_for(lambda: _samples(metrics).get(guarded) == 1, timeout=20)
+        wait_for(lambda: _samples(metrics).get(guarded) == 1, "the node guarded, in the file", 20)
         assert key not in _samples(metrics)
         with log.open("a") as f:
             f.write(json.dumps(skip) + "\n")
-        assert wait_for(lambda: _samples(metrics).get(key) == 1, timeout=20)
+        wait_for(lambda: _samples(metrics).get(key) == 1, "the skip logged meanwhile, counted", 20)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
     finally:

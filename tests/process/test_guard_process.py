@@ -98,6 +98,27 @@ def test_completed_add_then_failing_del_is_propagated(bin_dir, tmp_path):
     assert sorted(os.listdir(tmp_path / "state" / "networks" / "net1")) == []
 
 
+@pytest.mark.parametrize("odd", ["mis-moded", "symlink"])
+def test_gc_skips_a_network_dir_that_is_not_the_guards_and_still_forwards(bin_dir, tmp_path, odd):
+    """The one rule (store.network_dirs): a network dir that is not the guard's own is never
+    read or written through, by GC as by the operator's tools; the delegate's GC still runs."""
+    conf = fake_conf(tmp_path) | {"cniVersion": "1.1.0"}
+    assert run(bin_dir, "ADD", conf)[0] == 0
+    net = tmp_path / "state" / "networks" / "net1"
+    if odd == "mis-moded":
+        net.chmod(0o777)
+    else:
+        net.rename(tmp_path / "moved")
+        net.symlink_to(tmp_path / "moved")
+    gc = conf | {"cni.dev/valid-attachments": []}
+    assert run(bin_dir, "GC", gc) == (0, None)
+    assert calls(tmp_path) == ["ADD", "GC"]
+    line = guard_log(tmp_path / "log")[-1]
+    assert (line["command"], line["level"], line["pruned"]) == ("GC", "warning", [])
+    assert line["warning"].startswith(f"markers not pruned: state dir {net} is unusable: ")
+    assert "c1:eth0.json" in os.listdir(net)  # nothing removed through it
+
+
 @pytest.mark.parametrize(
     ("command", "stdin", "env", "code"),
     [

@@ -67,16 +67,7 @@ def cni(node, command, pod="web", cid="c1", ifname="eth0", network="net1", args=
 
 
 def release(node: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [str(node / "bin" / "cni-delguard"), "release", "--state-dir", str(node / "state"), *argv],
-        env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+    return guard.tool(node / "bin", "release", "--state-dir", str(node / "state"), *argv)
 
 
 def calls(node: Path, cid: str | None = None) -> list[str]:
@@ -320,3 +311,78 @@ def test_a_new_add_of_the_same_attachment_is_not_released(node):
     assert state_files(node) == {"net1": ["c1:eth0.json", "c1:eth0.lock"]}
     code, out = cni(node, "DEL")
     assert (code, out["msg"]) == (1, STALE_DEL)
+
+
+ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="a file of another user's: root makes one")
+OTHER = 65534  # nobody
+
+
+def _plant_record(node: Path, how: str) -> None:
+    """A `.release` record beside c1's completed marker that is not root's own."""
+    net = node / "state/networks/net1"
+    record = net / "c1:eth0.release"
+    body = json.dumps({"reason": "planted", "time": 1, "uid": 0})
+    if how == "other-owner":
+        # As issue 20 found it: written by another user while the network dir was mis-moded,
+        # then the mode repaired; the record stays, owned by that user.
+        net.chmod(0o777)
+        record.write_text(body)
+        os.chown(record, OTHER, OTHER)
+        net.chmod(0o700)
+    elif how in ("group-writable", "world-writable"):
+        record.write_text(body)
+        record.chmod(0o620 if how == "group-writable" else 0o602)
+    elif how == "symlink":
+        (node / "elsewhere.json").write_text(body)
+        record.symlink_to(node / "elsewhere.json")
+    elif how == "fifo":
+        os.mkfifo(record, 0o600)
+    elif how == "hard-link":
+        (node / "kept.json").write_text(body)
+        (node / "kept.json").chmod(0o600)
+        os.link(node / "kept.json", record)
+
+
+@pytest.mark.parametrize(
+    ("how", "why"),
+    [
+        pytest.param("other-owner", f"owned by uid {OTHER}", marks=ROOT, id="other-owner"),
+        pytest.param("group-writable", "writable by group or others", id="group-writable"),
+        pytest.param("world-writable", "writable by group or others", id="world-writable"),
+        pytest.param("symlink", "is a symlink", id="symlink"),
+        pytest.param("fifo", "not a regular file", id="fifo"),
+        pytest.param("hard-link", "2 hard links", id="hard-link"),
+    ],
+)
+def test_a_release_record_that_is_not_roots_own_is_ignored(node, how, why):
+    """Only root's own record may let a DEL leak state on purpose: anything else is ignored
+    with a warning in the log, and the DEL stays strict."""
+    assert cni(node, "ADD")[0] == 0
+    _plant_record(node, how)
+    code, out = cni(node, "DEL")
+    assert (code, out["code"], out["msg"]) == (1, 7, STALE_DEL)
+    line = log_lines(node)[-1]
+    assert line["decision"] == "forward-strict"
+    assert line["warning"].startswith("release record ignored: c1:eth0.release: ")
+    assert why in line["warning"]
+    assert "release" not in line
+    assert json.loads((node / "state/networks/net1/c1:eth0.json").read_text())["state"] == (
+        "completed"
+    )
+
+
+def test_the_logged_uid_is_the_records_owner_not_what_it_claims(node):
+    assert cni(node, "ADD")[0] == 0
+    assert release(node, "--container", "c1", "--reason", "daemon gone").returncode == 0
+    record = node / "state/networks/net1/c1:eth0.release"
+    claims = json.loads(record.read_text()) | {"uid": 4242, "time": float("inf")}
+    record.write_text(json.dumps(claims))  # root's file still, claiming another uid
+    assert cni(node, "DEL") == (0, None)
+    raw = (node / "log").read_text().splitlines()[-1]
+    line = json.loads(raw, parse_constant=_not_json)
+    assert line["decision"] == "released"
+    assert line["release"] == {"reason": "daemon gone", "uid": os.geteuid()}
+
+
+def _not_json(name: str) -> float:
+    raise AssertionError(f"{name} in a log line: not JSON")

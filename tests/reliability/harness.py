@@ -339,19 +339,3 @@ def tree(root: Path, skip: tuple[Path, ...] = ()) -> dict[str, tuple[int, int, i
             st = (here / name).lstat()
             out[str((here / name).relative_to(root))] = (st.st_mode, st.st_size, st.st_mtime_ns)
     return out
-
-
-HOST_DEFAULTS = (Path("/var/lib/cni/delguard"), Path("/var/log/cni-delguard"))
-
-
-def host_defaults() -> dict[str, tuple[int, int] | None]:
-    """The guard's default state dir and log dir on the host: must never change under a test."""
-    out: dict[str, tuple[int, int] | None] = {}
-    for path in HOST_DEFAULTS:
-        try:
-            st = path.lstat()
-        except FileNotFoundError:
-            out[str(path)] = None
-            continue
-        out[str(path)] = (st.st_mtime_ns, st.st_nlink)
-    return out

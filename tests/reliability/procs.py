@@ -6,18 +6,11 @@ import errno
 import os
 import signal
 import time
-from collections.abc import Callable
 from pathlib import Path
 
+from tests.support.waiting import wait_for
+
 POLL = 0.005
-
-
-def wait_for(pred: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(POLL)
 
 
 def proc_state(pid: int) -> str | None:
@@ -37,7 +30,7 @@ def is_dead(pid: int) -> bool:
 def wait_dead(pid: int, timeout: float) -> float:
     """Seconds until `pid` died; AssertionError if it outlives `timeout`."""
     start = time.monotonic()
-    wait_for(lambda: is_dead(pid), timeout, f"pid {pid} to die")
+    wait_for(lambda: is_dead(pid), f"pid {pid} to die", timeout, every=POLL)
     return time.monotonic() - start
 
 
@@ -60,7 +53,7 @@ class Gates:
     def wait(self, cid: str, command: str, point: str, timeout: float = 30) -> int:
         """The pid of the fake once it waits at the gate."""
         pid_file = Path(f"{self.base(cid, command, point)}.pid")
-        wait_for(pid_file.exists, timeout, f"gate {cid} {command}:{point}")
+        wait_for(pid_file.exists, f"gate {cid} {command}:{point}", timeout, every=POLL)
         return int(pid_file.read_text())
 
     def release(self, cid: str, command: str, point: str, timeout: float = 10) -> None:

@@ -24,7 +24,8 @@ import pytest
 
 from tests.reliability import fangate
 from tests.reliability.harness import Bench, Started, attachment_files, marker_problems
-from tests.reliability.procs import Gates, kill_quietly, proc_state, wait_dead, wait_for
+from tests.reliability.procs import Gates, kill_quietly, proc_state, wait_dead
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(fangate.available() is not None,
                                 reason=str(fangate.available()))
@@ -119,7 +120,7 @@ def _start_past_session(bench: Bench, point: Point, conf: dict[str, Any]) -> Sta
     Gates(bench.gate_dir).wait(CID, point.command, point.pre_gate)
     marker = bench.net_dir() / f"{KEY}.json"
     try:
-        wait_for(lambda: "delegateSession" in json.loads(marker.read_text()), 2, "session")
+        wait_for(lambda: "delegateSession" in json.loads(marker.read_text()), "session", 2)
     except AssertionError:
         pass  # a guard that records no session: the marker is final already
     return guard
@@ -138,9 +139,9 @@ def _crash_via_gate(bench: Bench, point: Point, conf: dict[str, Any]) -> list[in
 def _stop_after_delegate_exit(guard: Started, gates: Gates, point: Point, delegate: int) -> None:
     """SIGSTOP the guard, let the delegate finish: it becomes a zombie nobody reaps yet."""
     kill_quietly(guard.pid, signal.SIGSTOP)
-    wait_for(lambda: proc_state(guard.pid) == "T", 5, "guard stopped")
+    wait_for(lambda: proc_state(guard.pid) == "T", "guard stopped", 5)
     gates.release(CID, point.command, point.arg)
-    wait_for(lambda: proc_state(delegate) == "Z", 10, "delegate exited (zombie)")
+    wait_for(lambda: proc_state(delegate) == "Z", "delegate exited (zombie)", 10)
 
 
 def crash(bench: Bench, point: Point, conf: dict[str, Any]) -> list[int]:
@@ -198,7 +199,7 @@ def test_sigkill_then_del_recovers(bench: Bench, point: Point, del_mode: str, fi
 
 def _child_of(bench: Bench) -> int:
     path = bench.gate_dir / f"{CID}.child.pid"
-    wait_for(path.exists, 10, "the delegate's child")
+    wait_for(path.exists, "the delegate's child", 10)
     return int(path.read_text())
 
 

@@ -26,8 +26,9 @@ import pytest
 
 from tests.reliability import mounts
 from tests.reliability.harness import Bench, Run, attachment_files, run_argv
-from tests.reliability.procs import Gates, is_dead, wait_dead, wait_for
+from tests.reliability.procs import Gates, is_dead, wait_dead
 from tests.support.guard import under_test
+from tests.support.waiting import wait_for
 
 IO_FAILURE, INVALID_CONFIG, TRY_AGAIN = 5, 7, 11
 KUBE_OVN_MSG = "server_socket is required in cni.conf"  # the gated fake's DEL without state
@@ -374,8 +375,8 @@ def test_etxtbsy_is_retried(bench: Bench) -> None:
     try:
         guard = bench.start("ADD", conf)
         sleeping = CLOCK_NANOSLEEP[platform.machine()]
-        wait_for(lambda: _syscall(guard.pid) == sleeping or is_dead(guard.pid), 30,
-                 "the guard to wait for a retry (or to give up)")
+        wait_for(lambda: _syscall(guard.pid) == sleeping or is_dead(guard.pid),
+                 "the guard to wait for a retry (or to give up)", 30)
     finally:
         os.close(writer)
     run = guard.finish()

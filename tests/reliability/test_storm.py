@@ -20,7 +20,8 @@ import pytest
 
 from tests.reliability import fangate
 from tests.reliability.harness import Bench, Run, attachment_files, marker_problems
-from tests.reliability.procs import Gates, wait_for
+from tests.reliability.procs import Gates
+from tests.support.waiting import wait_for
 
 PARALLEL = 16
 STORM_DELS = 2000
@@ -200,6 +201,6 @@ def test_add_and_del_race_at_random(bench: Bench, figures: Any) -> None:
         outcomes[f"{order[0]}-first:{_assert_consistent(bench)}"] += 1
         assert marker_problems(bench.state_dir) == []
         _clean_up(bench, conf)
-    wait_for(lambda: bench.entries() == [], 1, "state dir empty")
+    wait_for(lambda: bench.entries() == [], "state dir empty", 1)
     figures.add("ADD/DEL races", rounds=RACE_ROUNDS, errors=0,
                 outcomes=dict(sorted(outcomes.items())))

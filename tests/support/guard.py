@@ -130,3 +130,18 @@ def exec_cni(
     )
     assert b"Traceback" not in proc.stderr, proc.stderr.decode()
     return proc.returncode, (json.loads(proc.stdout) if proc.stdout else None)
+
+
+def tool(bin_dir: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """Run bin_dir/cni-delguard as the operator's tool (`list`, `doctor`, `release` ...), with a
+    small fixed environment: its exit code and text output. Never a traceback on stderr."""
+    proc = subprocess.run(
+        [str(bin_dir / "cni-delguard"), *argv],
+        env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc

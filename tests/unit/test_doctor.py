@@ -21,7 +21,7 @@ from tests.support.nodestate import libcni_result, log_lines, marker
 
 # Times of planted files are taken when a test runs, never at import: a suite collects this
 # module minutes before it runs it, and "10 s ago" would have become an ADD that died.
-OLD = time.time() - 3600  # older than the ADD timeout (180 s) and doctor.SETTLE_SECONDS
+OLD = time.time() - 3600  # older than the ADD timeout (180 s) and caches.SETTLE_SECONDS
 
 
 class FakeNode:
@@ -232,6 +232,57 @@ def test_usage_errors_exit_2(tmp_path):
     out, err = io.BytesIO(), io.StringIO()
     assert cli.main(["doctor", "--root", str(tmp_path / "none")], {}, io.BytesIO(), out, err) == 2
     assert cli.main(["doctor", "--bogus"], {}, io.BytesIO(), out, err) == 2
+    tmp_path.joinpath("root").mkdir()
+    argv = ["doctor", "--root", str(tmp_path / "root"), "--conf-dir", "etc/cni/net.d"]
+    err = io.StringIO()
+    assert cli.main(argv, {}, io.BytesIO(), out, err) == 2
+    assert err.getvalue() == "cni-delguard doctor: 'etc/cni/net.d' must be an absolute path\n"
+
+
+def test_network_dirs_every_tool_skips_are_reported(node, tmp_path):
+    nets = node.state / "networks"
+    marker(node.state, "multus-cni-network", "c1", "completed", time.time() - 60)
+    (tmp_path / "elsewhere").mkdir()
+    (nets / "linked").symlink_to(tmp_path / "elsewhere")
+    (nets / "open").mkdir(mode=0o700)
+    (nets / "open").chmod(0o777)
+    (nets / "not a name").mkdir(mode=0o700)
+    code, report = node.doctor()
+    found = {Path(f["path"]).name: (f["severity"], f["message"])
+             for f in report["findings"] if f["check"] == "networks"}
+    assert found == {
+        "linked": ("problem", "network dir linked: a symlink or not a directory; list, release, "
+                   "GC and metrics skip it, and every ADD of that network fails until it is fixed"),
+        "open": ("problem", "network dir open: writable by group or others (mode 777); list, "
+                 "release, GC and metrics skip it, and every ADD of that network fails until it "
+                 "is fixed"),
+        "not a name": ("info", "'not a name' in networks: not a network name the guard writes; "
+                       "skipped by every tool"),
+    }
+    assert code == 1
+
+
+def test_an_unusable_networks_dir_is_a_state_problem(node, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (node.state / "networks").symlink_to(tmp_path / "elsewhere")
+    code, report = node.doctor()
+    assert problems(report) == [("state", "networks")]
+    assert code == 1
+
+
+def test_the_confs_paths_are_read_as_the_guard_reads_them(tmp_path):
+    """Normalized before they meet --root (`/../srv/dg` is /srv/dg under the root, never a dir
+    beside it), and the defaults for what the guard would not take (a NUL, a relative path)."""
+    node = FakeNode(tmp_path / "node")
+    conf = json.loads((node.conf_dir / "00-multus.conf").read_text())
+    conf |= {"stateDir": "/../srv/x/../dg", "resultCacheDirs": ["/../srv/libcni", "rel"],
+             "logFile": "/var/log/\u0000x"}
+    (node.conf_dir / "00-multus.conf").write_text(json.dumps(conf))
+    found = doctor.discover(str(node.root), "/etc/cni/net.d", "/opt/cni/bin")
+    assert found.state_dir == str(node.root / "srv/dg")
+    assert found.node_state_dir == "/srv/dg"
+    assert found.result_dirs == (str(node.root / "srv/libcni"),)
+    assert found.log_file == str(node.root / "var/log/cni-delguard/delguard.log")
 
 
 def test_checks_are_independent_functions():

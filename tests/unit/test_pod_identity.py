@@ -6,6 +6,7 @@ record beside the marker, which goes with it."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -121,7 +122,9 @@ def test_marker_names_the_pod_and_release_record_goes_with_it(tmp_path):
         assert markers.body("c1:eth0")["pod"] == FULL
         assert markers.release("c1:eth0") is None
         markers.put_release("c1:eth0", {"reason": "gone"})
-        assert markers.release("c1:eth0") == {"reason": "gone"}
+        found = markers.release("c1:eth0")
+        assert (found.fields, found.refused) == ({"reason": "gone"}, None)
+        assert found.owner == os.geteuid()
         (tmp_path / "networks/net1/.c1:eth0.release.99.tmp").write_text("torn")
         markers.remove("c1:eth0")
     assert sorted(p.name for p in (tmp_path / "networks/net1").iterdir()) == []
@@ -130,14 +133,16 @@ def test_marker_names_the_pod_and_release_record_goes_with_it(tmp_path):
 def test_unparsable_release_record_still_releases(tmp_path):
     with store.MarkerStore(str(tmp_path), "net1", create=True) as markers:
         (tmp_path / "networks/net1/c1:eth0.release").write_bytes(b"\xff[[[")
-        assert markers.release("c1:eth0") == {}
+        found = markers.release("c1:eth0")
+        assert (found.fields, found.refused) == ({}, None)
 
 
-def test_release_record_through_a_symlink_is_not_read(tmp_path):
+def test_release_record_through_a_symlink_is_refused_not_read(tmp_path):
     (tmp_path / "elsewhere").write_text('{"reason": "planted"}')
     with store.MarkerStore(str(tmp_path), "net1", create=True) as markers:
         (tmp_path / "networks/net1/c1:eth0.release").symlink_to(tmp_path / "elsewhere")
-        assert markers.release("c1:eth0") is None
+        found = markers.release("c1:eth0")
+        assert (found.fields, found.refused) == ({}, "c1:eth0.release: is a symlink")
         markers.put_release("c1:eth0", {"reason": "mine"})  # replaces the link, not its target
     assert (tmp_path / "elsewhere").read_text() == '{"reason": "planted"}'
     assert not (tmp_path / "networks/net1/c1:eth0.release").is_symlink()
@@ -158,7 +163,8 @@ def test_gc_prunes_release_records_with_their_attachments(tmp_path):
             markers.write(f"{cid}:eth0", "completed", cid, "eth0")
             markers.put_release(f"{cid}:eth0", {"reason": "r"})
         markers.put_release("orphan:eth0", {"reason": "r"})  # its marker went by hand
-    pruned = prune.prune(make_settings(tmp_path), [{"containerID": "keep", "ifname": "eth0"}])
-    assert pruned == ["drop:eth0", "orphan:eth0"]
+    valid = [{"containerID": "keep", "ifname": "eth0"}]
+    pruned, skipped = prune.prune(make_settings(tmp_path), valid)
+    assert (pruned, skipped) == (["drop:eth0", "orphan:eth0"], None)
     net = tmp_path / "networks/net1"
     assert sorted(p.name for p in net.iterdir()) == ["keep:eth0.json", "keep:eth0.release"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -9,7 +10,7 @@ import os
 import pytest
 
 from cni_delguard import cli
-from cni_delguard.ops import stats
+from cni_delguard.ops import stats, text
 
 
 def _write(path, records, tail="not json\n"):
@@ -95,6 +96,42 @@ def test_since_and_network_filter(tmp_path):
 def test_a_bad_since_is_a_usage_error(tmp_path):
     code, _, err = _stats("--log-file", str(tmp_path), "--since", "yesterday")
     assert code == 2 and "--since" in err
+
+
+@pytest.mark.parametrize("since", ["3h", "99999999999999d", "9999999999999999999999h",
+                                   "1" + "0" * 5000 + "s"])
+def test_a_duration_that_reaches_before_1970_is_refused(since):
+    with pytest.raises(argparse.ArgumentTypeError, match="reaches before 1970"):
+        stats.parse_since(since, now=7200.0)
+
+
+def test_numbers_no_guard_writes_never_reach_the_json(tmp_path):
+    """NaN and Infinity are no JSON: their lines are malformed. A code out of a CNI code's
+    range is no code. The output is strict JSON."""
+    log = tmp_path / "delguard.log"
+    huge = {"code": 10**400, "msg": "x"}
+    _write(log, [_del("a", "forward-lenient", delegateError=huge),
+                 _del("b", "forward-lenient", delegateError={"code": -1, "msg": 5})], tail="")
+    with log.open("a") as f:
+        f.write('{"ts": NaN, "command": "DEL", "decision": "skip"}\n')
+        f.write('{"ts": "t", "command": "DEL", "decision": "skip", "x": -Infinity}\n')
+    code, out, _ = _stats("--log-file", str(log), "--json")
+    assert code == 0
+    body = json.loads(out, parse_constant=_refuse)
+    assert body["malformedLines"] == 2
+    assert [b["delegateError"] for b in body["lastDeadlockBreaks"]] == [
+        {"code": None, "msg": "x"}, {"code": None, "msg": ""}
+    ]
+
+
+def _refuse(name):
+    raise AssertionError(f"{name} is not JSON")
+
+
+def test_json_output_is_strict():
+    assert json.loads(text.as_json({"a": [1, 0.5, None]})) == {"a": [1, 0.5, None]}
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        text.as_json({"a": float("nan")})
 
 
 def test_text_shows_each_break_with_the_delegate_error_and_the_pod(tmp_path):

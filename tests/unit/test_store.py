@@ -124,3 +124,135 @@ def test_prune_oldest_keeps_the_newest(tmp_path):
         os.utime(d / f"{i}.json", ns=(i * 10**9, i * 10**9))
     fsutil.prune_oldest(str(d), keep=2)
     assert sorted(os.listdir(d)) == ["3.json", "4.json"]
+
+
+# -- numbers read from the guard's files (issue 20) -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param(1764150000.125, 1764150000.125, id="a-time"),
+        pytest.param(0, 0.0, id="the-epoch"),
+        pytest.param(store.MAX_EPOCH, float(store.MAX_EPOCH), id="year-9999"),
+        pytest.param(store.MAX_EPOCH + 1, None, id="year-10000"),
+        pytest.param(-1, None, id="before-1970"),
+        pytest.param(10**400, None, id="400-digits"),
+        pytest.param(-(10**400), None, id="minus-400-digits"),
+        pytest.param(float("nan"), None, id="nan"),
+        pytest.param(float("inf"), None, id="infinity"),
+        pytest.param(float("-inf"), None, id="minus-infinity"),
+        pytest.param(True, None, id="bool"),
+        pytest.param("1764150000", None, id="string"),
+        pytest.param(None, None, id="none"),
+    ],
+)
+def test_epoch_takes_only_a_time_the_tools_can_show(value, expected):
+    assert store.epoch(value) == expected
+
+
+# -- the one rule for which network dirs are read (issue 20) ----------------------------------
+
+
+def _state_with_odd_networks(tmp_path):
+    state = tmp_path / "state"
+    with store.MarkerStore(str(state), "good", create=True) as markers:
+        markers.write("c1:eth0", marker.COMPLETED, "c1", "eth0")
+    nets = state / "networks"
+    (tmp_path / "elsewhere").mkdir()
+    (nets / "link").symlink_to(tmp_path / "elsewhere")
+    (nets / "open").mkdir(mode=0o700)
+    (nets / "open").chmod(0o777)
+    (nets / "file").write_text("")
+    (nets / ".hidden").mkdir(mode=0o700)
+    return state
+
+
+def test_network_dirs_reads_only_the_guards_own_and_says_why_not(tmp_path):
+    state = _state_with_odd_networks(tmp_path)
+    seen = {d.name: (d.fd is not None, d.skipped) for d in store.network_dirs(str(state))}
+    assert seen == {
+        ".hidden": (False, "not a network name the guard writes"),
+        "file": (False, "a symlink or not a directory"),
+        "good": (True, None),
+        "link": (False, "a symlink or not a directory"),
+        "open": (False, "writable by group or others (mode 777)"),
+    }
+
+
+def test_network_dirs_of_a_missing_state_dir_or_networks(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        list(store.network_dirs(str(tmp_path / "none")))
+    (tmp_path / "empty").mkdir(mode=0o700)
+    assert list(store.network_dirs(str(tmp_path / "empty"))) == []
+
+
+def test_network_dirs_refuses_an_unusable_networks_dir(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (tmp_path / "elsewhere").mkdir()
+    (state / "networks").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(fsutil.UnsafeDirError, match="a symlink or not a directory"):
+        list(store.network_dirs(str(state)))
+
+
+# -- release records: only root's own counts (issue 20) ---------------------------------------
+
+
+def _record(markers, tmp_path, how):
+    net = tmp_path / "s/networks/net"
+    path = net / "c:eth0.release"
+    if how == "good":
+        markers.put_release("c:eth0", {"reason": "gone", "uid": 4242, "time": 1e999})
+    elif how == "group-writable":
+        markers.put_release("c:eth0", {"reason": "r"})
+        path.chmod(0o660)
+    elif how == "hard-link":
+        markers.put_release("c:eth0", {"reason": "r"})
+        os.link(path, tmp_path / "twin")
+    elif how == "fifo":
+        os.mkfifo(path, 0o600)
+    elif how == "other-owner":
+        markers.put_release("c:eth0", {"reason": "r"})
+        os.chown(path, 65534, 65534)
+
+
+@pytest.mark.parametrize(
+    ("how", "refused"),
+    [
+        pytest.param("good", None, id="roots-own"),
+        pytest.param("group-writable", "writable by group or others (mode 660)", id="mode"),
+        pytest.param("hard-link", "2 hard links", id="hard-link"),
+        pytest.param("fifo", "not a regular file", id="fifo"),
+        pytest.param(
+            "other-owner",
+            f"owned by uid 65534, not {os.geteuid()}",
+            marks=pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root"),
+            id="other-owner",
+        ),
+    ],
+)
+def test_a_release_record_counts_only_when_it_is_roots_own(tmp_path, how, refused):
+    with store.MarkerStore(str(tmp_path / "s"), "net", create=True) as markers:
+        _record(markers, tmp_path, how)
+        found = markers.release("c:eth0")
+    assert found is not None
+    assert found.refused == (None if refused is None else f"c:eth0.release: {refused}")
+    if refused is None:
+        # What the log says: the owner fstat gives, never the uid the file claims; no time
+        # that is not a time (1e999 is infinity: not JSON).
+        assert found.logged() == {"reason": "gone", "uid": os.geteuid()}
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        pytest.param({"reason": "r" * 600, "time": 5}, {"reason": "r" * 500, "time": 5.0},
+                     id="long-reason"),
+        pytest.param({"reason": 12, "time": "now"}, {"reason": "no reason recorded"},
+                     id="not-text"),
+        pytest.param({}, {"reason": "no reason recorded"}, id="empty"),
+    ],
+)
+def test_what_the_log_says_of_a_release_record(fields, expected):
+    assert store.Release(fields, 0, None).logged() == expected | {"uid": 0}

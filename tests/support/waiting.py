@@ -1,8 +1,9 @@
-"""Wait for a concrete, observable event (a socket answering, a file line, a process exit).
+"""Wait for a concrete, observable event (a socket answering, a file line, a process exit): the
+one `wait_for` of every suite.
 
-Each wait names what it waits for, checks it often, and fails with that name at its deadline.
-There is no bare sleep: the short pause between checks only paces a condition that is read
-again each time.
+Each wait names what it waits for, checks it often, and fails with that name at its deadline
+(and, when given, `detail()`: the log or output that says why). There is no bare sleep: the
+short pause between checks only paces a condition that is read again each time.
 """
 
 from __future__ import annotations
@@ -14,23 +15,31 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-POLL = 0.02
+POLL = 0.01
 
 
 class WaitTimeoutError(AssertionError):
     pass
 
 
-def wait_for(check: Callable[[], T | None], what: str, timeout: float = 30) -> T:
-    """Return check()'s first truthy value; fail naming `what` after timeout seconds."""
+def wait_for(
+    check: Callable[[], T | None],
+    what: str,
+    timeout: float = 30,
+    every: float = POLL,
+    detail: Callable[[], str] | None = None,
+) -> T:
+    """Return check()'s first truthy value; fail naming `what` (and `detail()`) after timeout
+    seconds. `every`: the pause between checks (longer for a check that starts a process)."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise WaitTimeoutError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(POLL)
+            more = f"\n{detail()}" if detail is not None else ""
+            raise WaitTimeoutError(f"timed out after {timeout}s waiting for {what}{more}")
+        time.sleep(every)
 
 
 def pid_alive(pid: int) -> bool:

@@ -1,0 +1,86 @@
+"""doctor's checks of what the runtime runs: is its conf wrapped, are the guard and its delegate
+there, and does the guard run."""
+
+from __future__ import annotations
+
+import os
+
+from cni_delguard import PLUGIN_TYPE
+from cni_delguard.cni.skel import valid_name
+from cni_delguard.guard import defaults
+from cni_delguard.node import bundle
+from cni_delguard.ops.doctor.node import INFO, OK, PROBLEM, Finding, Node
+
+
+def check_conf(node: Node) -> list[Finding]:
+    """Is the conf the runtime uses (first by name) wrapped by the guard?"""
+    if node.conf_path is None:
+        return [Finding("conf", PROBLEM, f"no CNI conf in {node.conf_dir}", node.conf_dir)]
+    name = os.path.basename(node.conf_path)
+    if node.conf_error is not None:
+        return [Finding("conf", PROBLEM, f"{name}: {node.conf_error}", node.conf_path)]
+    if node.guard is None:
+        return [
+            Finding(
+                "conf",
+                PROBLEM,
+                f"{name}, the conf the runtime uses, is not wrapped by "
+                "cni-delguard: run `cni-delguard install`",
+                node.conf_path,
+            )
+        ]
+    delegate = node.guard.get("delegate")
+    dtype = delegate.get("type") if isinstance(delegate, dict) else None
+    found = [
+        Finding("conf", OK, f"{name} (first by name) is wrapped around {dtype!r}", node.conf_path)
+    ]
+    if node.guard.get("mode") == defaults.OBSERVE:
+        found.append(
+            Finding(
+                "conf",
+                INFO,
+                "observe mode: every DEL is forwarded; the log says "
+                "what the guard would have decided",
+                node.conf_path,
+            )
+        )
+    return found
+
+
+def check_plugins(node: Node) -> list[Finding]:
+    """Do the guard's binary and the plugin it wraps exist, and does the guard run?"""
+    if node.guard is None:
+        return []
+    guard = os.path.join(node.bin_dir, PLUGIN_TYPE)
+    found = [_runs(guard, node.root)]
+    delegate = node.guard.get("delegate")
+    dtype = delegate.get("type") if isinstance(delegate, dict) else None
+    if not isinstance(dtype, str) or not valid_name(dtype):
+        found.append(Finding("plugins", PROBLEM, f"the delegate's type {dtype!r} is not a plugin"))
+    elif not os.access(os.path.join(node.bin_dir, dtype), os.X_OK):
+        found.append(
+            Finding(
+                "plugins",
+                PROBLEM,
+                f"the delegate {dtype!r} is not an executable "
+                f"in {node.bin_dir}: every ADD will fail",
+                os.path.join(node.bin_dir, dtype),
+            )
+        )
+    else:
+        found.append(Finding("plugins", OK, f"the delegate {dtype!r} is in {node.bin_dir}"))
+    return found
+
+
+def _runs(path: str, root: str) -> Finding:
+    if not os.access(path, os.X_OK):
+        return Finding(
+            "plugins",
+            PROBLEM,
+            f"{path} is missing or not executable: run `cni-delguard install`",
+            path,
+        )
+    versions, why = bundle.answers_version(path, root)
+    if versions is None:
+        return Finding("plugins", PROBLEM, why, path)
+    return Finding("plugins", OK, f"{path} runs (CNI versions {', '.join(map(str, versions))})")
