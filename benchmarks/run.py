@@ -13,7 +13,15 @@ from typing import Any
 
 from benchmarks import netns, report, skip, storm
 from benchmarks.harness import Runner, build_measure
-from benchmarks.subjects import FROZEN, LOOPBACK, REPO, build_floor, require_executable
+from benchmarks.subjects import (
+    DEBIAN_PYTHON,
+    FROZEN,
+    LOOPBACK,
+    REPO,
+    build_floor,
+    build_pyfloor,
+    require_executable,
+)
 
 SCENARIOS = ("skip", "netns", "storm")
 
@@ -32,13 +40,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def measure(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     guard = require_executable(args.bin.absolute(), "build it with tools/build.sh")
     require_executable(LOOPBACK, "apt-get install containernetworking-plugins")
+    require_executable(DEBIAN_PYTHON, "apt-get install python3.11")
     only = set(args.only.split(","))
     measurer = build_measure(scratch)
     results: dict[str, Any] = {"bin": str(guard), "runs": args.runs, "targets": {}}
     results["loadavg_at_start"] = [round(x, 2) for x in os.getloadavg()]
     if "skip" in only:
         runner = Runner(measurer, scratch)
-        results["skip"] = skip.run(runner, guard, build_floor(scratch), scratch / "skip", args.runs)
+        floors = build_floor(scratch), build_pyfloor(scratch, guard)
+        results["skip"] = skip.run(runner, guard, *floors, scratch / "skip", args.runs)
         results["targets"]["skip"] = report.skip_targets(results["skip"])
     if "netns" in only:
         results["netns"] = netns.run(measurer, guard, scratch / "netns", args.runs)

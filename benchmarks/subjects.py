@@ -13,6 +13,11 @@ REPO = Path(__file__).resolve().parents[1]
 FROZEN = REPO / "dist" / "cni-delguard" / "cni-delguard"
 CNI_LIB = Path("/usr/lib/cni")
 LOOPBACK = CNI_LIB / "loopback"
+# Debian's python3.11: one static executable, built with PGO and LTO (the interpreter floor the
+# skip path is held against), and the headers of the version the bundle carries (pyfloor.c).
+DEBIAN_PYTHON = Path("/usr/bin/python3.11")
+PYTHON_INCLUDE = Path("/usr/include/python3.11")
+PYFLOOR_SOURCE = Path(__file__).with_name("pyfloor.c")
 
 FLOOR_SOURCE = """\
 #include <unistd.h>
@@ -40,6 +45,20 @@ def build_floor(scratch: Path) -> Path:
     src.write_text(FLOOR_SOURCE, encoding="utf-8")
     subprocess.run(["gcc", "-static", "-O2", "-o", str(exe), str(src)], check=True)
     return exe
+
+
+def build_pyfloor(scratch: Path, bundle: Path) -> tuple[str, ...]:
+    """The argv that starts the bundle's own interpreter bare (benchmarks/pyfloor.c), through the
+    bundle's loader as the launcher starts the guard."""
+    internal = bundle.resolve().parent / "_internal"
+    (loader,) = internal.glob("ld-linux-*.so.*")
+    if not (PYTHON_INCLUDE / "Python.h").is_file():
+        raise SystemExit("benchmarks: no Python.h for pyfloor.c: apt-get install libpython3.11-dev")
+    exe = scratch / "pyfloor"
+    subprocess.run(["gcc", "-O2", f"-I{PYTHON_INCLUDE}", "-o", str(exe), str(PYFLOOR_SOURCE),
+                    str(internal / "libpython3.11.so.1.0")], check=True)
+    return (str(loader), "--inhibit-cache", "--library-path", str(internal), str(exe),
+            str(internal))
 
 
 def cni_env(command: str, container_id: str, cni_path: str, netns: str = "") -> dict[str, str]:

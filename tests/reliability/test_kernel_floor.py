@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.harness import Bench, attachment_files
-from tests.reliability.procs import Gates, is_dead, wait_dead, wait_for
+from tests.reliability.procs import Gates, is_dead, wait_dead
+from tests.support.waiting import wait_for
 from tests.reliability.seccomp_deny import CLONE3, CLOSE_RANGE, PIDFD_OPEN
 
 pytestmark = pytest.mark.skipif(
@@ -99,7 +100,7 @@ def test_guard_killed_while_delegate_runs_takes_it_down(bench: Bench, kernel: st
     held = bench.conf(bench.gated(gates=["ADD:done"]))
     guard = bench.start("ADD", held)
     delegate = gates.wait("c1", "ADD", "done")
-    wait_for(lambda: not is_dead(guard.pid), 5, "the guard to be running")
+    wait_for(lambda: not is_dead(guard.pid), "the guard to be running", 5)
     assert seccomp_mode(delegate) == (2 if kernel == "before-5.3" else 0)
     os.kill(guard.pid, signal.SIGKILL)
     assert guard.finish().rc == -signal.SIGKILL
