@@ -24,8 +24,8 @@ import pytest
 
 from tests.reliability.harness import Bench, attachment_files
 from tests.reliability.procs import Gates, is_dead, wait_dead
-from tests.support.waiting import wait_for
 from tests.reliability.seccomp_deny import CLONE3, CLOSE_RANGE, PIDFD_OPEN
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(
     os.uname().machine not in ("x86_64", "aarch64"), reason="seccomp_deny knows x86_64 and aarch64"
