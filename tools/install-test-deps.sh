@@ -10,6 +10,8 @@
 #   golang-go, dpkg-dev, xz-utils  build cnitool from Debian's source package (and the static
 #                                fake delegate, tests/fakes/static_delegate)
 #   hyperfine                    the benchmarks
+#   python3.11, libpython3.11-dev  the benchmarks' interpreter floors: Debian's python3.11 started
+#                                bare, and the bundle's own libpython (benchmarks/pyfloor.c)
 #   gcc, libc6-dev, binutils     tools/build.sh: the static launcher, readelf (packaging/)
 #   debootstrap                  node roots of other distributions (tools/make-root.sh)
 #   busybox-static               a shell for fake node roots the installer runs the plugin in
@@ -33,6 +35,8 @@ packages=(
     dpkg-dev
     xz-utils
     hyperfine
+    python3.11
+    libpython3.11-dev
     gcc
     libc6-dev
     binutils
