@@ -40,7 +40,10 @@ python=${PYTHON:-python3}
 cache=${DELGUARD_CACHE_DIR:-/var/cache/cni-delguard}
 host_arch=$(dpkg --print-architecture)
 # What the build root holds besides debootstrap's minbase (the arch comes from the root itself).
-ROOT_PACKAGES=(python3.11 python3.11-venv libpython3.11 binutils gcc libc6-dev)
+# containernetworking-plugins is not for the build: the same root is the Debian node of another
+# arch that tests/node_roots installs into (one debootstrap under qemu-user fewer).
+ROOT_PACKAGES=(python3.11 python3.11-venv libpython3.11 binutils gcc libc6-dev
+    containernetworking-plugins)
 # What goes into a build: its cache key digests these (git ls-files: tracked and untracked).
 INPUTS=(pyproject.toml cni_delguard packaging tools/build.sh tools/make-root.sh)
 

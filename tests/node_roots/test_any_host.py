@@ -10,10 +10,11 @@ libraries:
   the delegate is its `loopback`, in a real network namespace bind-mounted into R;
 - `no-libc`: only directories, the conf and a static test delegate (tests/fakes/static_delegate):
   a host with no C library at all, as Talos without its glibc extension, or a musl host;
-- `arm64`: a Debian 12 arm64 root with Debian's arm64 containernetworking-plugins, and the arm64
-  bundle (tools/build.sh --arch arm64), whose own installer installs it: everything in it runs
-  under qemu-user (binfmt_misc), the guard and the delegates, bridge + host-local in a real
-  network namespace (their netlink calls go through qemu-user's translation and work).
+- `arm64`: a Debian 12 arm64 root (tools/build.sh's arm64 build root) with Debian's arm64
+  containernetworking-plugins, and the arm64 bundle (tools/build.sh --arch arm64), whose own
+  installer installs it: everything in it runs under qemu-user (binfmt_misc), the guard and the
+  delegates, bridge + host-local in a real network namespace (their netlink calls go through
+  qemu-user's translation and work).
 
 On each: VERSION answers; a DEL with no evidence skips (exit 0, nothing on stdout, logged); an ADD
 through the delegate returns the delegate's result and the delegate's own state shows it (lo up,
@@ -92,6 +93,14 @@ def template(suite: str, arch: str, *packages: str) -> Path:
     return Path(made.stdout.strip())
 
 
+def build_root(arch: str) -> Path:
+    """tools/build.sh's Debian bookworm root of `arch`, which holds Debian's CNI plugins too."""
+    made = subprocess.run([str(REPO / "tools/build.sh"), "--root-template", "--arch", arch],
+                          capture_output=True, text=True, check=False, timeout=3600)
+    assert made.returncode == 0, made.stderr
+    return Path(made.stdout.strip())
+
+
 def lo_up(ns: Netns) -> bool:
     flags = ns.links()["lo"].get("flags", [])
     return isinstance(flags, list) and "UP" in flags
@@ -127,8 +136,7 @@ def no_libc(tmp: Path, outer: Netns, inner: Netns) -> Iterator[NodeRoot]:
 @contextlib.contextmanager
 def arm64(tmp: Path, outer: Netns, inner: Netns) -> Iterator[NodeRoot]:
     bundle = guard.frozen_or_skip_for("arm64")
-    with overlay(template("bookworm", "arm64", "containernetworking-plugins"),
-                 tmp / "arm64") as root:
+    with overlay(build_root("arm64"), tmp / "arm64") as root:
         (root / "opt/cni/bin").mkdir(parents=True)
         for plugin in ("bridge", "host-local"):
             (root / "opt/cni/bin" / plugin).symlink_to(f"../../../usr/lib/cni/{plugin}")
