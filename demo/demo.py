@@ -30,7 +30,9 @@ REPO = Path(__file__).resolve().parents[1]
 GUARD = REPO / "dist" / "cni-delguard" / "cni-delguard"
 CNITOOL = REPO / ".cache" / "cnitool" / "cnitool"
 STANDIN = REPO / "tests" / "fakes" / "stale_delegate.py"
-LIBCNI_RESULTS = Path("/var/lib/cni/results")  # cnitool's cache dir (not configurable)
+# cnitool's cache dir is /var/lib/cni (not configurable): each cnitool runs in a private mount
+# namespace with the demo's own dir bound there, so the host's /var/lib/cni is never written.
+NSRUN = REPO / "tests" / "support" / "nsrun.py"
 
 
 class Demo:
@@ -41,9 +43,9 @@ class Demo:
         self.conf = self.root / "net.d"
         self.log = self.root / "delguard.log"
         self.netns: list[str] = []
-        self.networks: list[str] = []
         self.bin.mkdir()
         self.conf.mkdir()
+        (self.root / "var-lib-cni").mkdir()
         for plugin in Path("/usr/lib/cni").iterdir():
             (self.bin / plugin.name).symlink_to(plugin)
         (self.bin / "cni-delguard").symlink_to(GUARD)
@@ -63,7 +65,6 @@ class Demo:
         net = f"{name}-{self.tag}"
         body = {"cniVersion": "1.0.0", "name": net, "plugins": [plugin]}
         (self.conf / f"{net}.conflist").write_text(json.dumps(body, indent=2))
-        self.networks.append(net)
         return net
 
     def guarded(self, delegate: dict[str, object], **guard: object) -> dict[str, object]:
@@ -84,7 +85,10 @@ class Demo:
         }
 
     def cnitool(self, command: str, net: str, ns: str) -> int:
-        argv = ["ip", "netns", "exec", self.outer, str(CNITOOL), command, net, f"/run/netns/{ns}"]
+        private = ["unshare", "--mount", "--propagation", "private", "--", sys.executable, "-I",
+                   str(NSRUN), f"{self.root / 'var-lib-cni'}:/var/lib/cni", "--"]
+        argv = [*private, "ip", "netns", "exec", self.outer, str(CNITOOL), command, net,
+                f"/run/netns/{ns}"]
         env = {
             "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
             "NETCONFPATH": str(self.conf),
@@ -120,9 +124,6 @@ class Demo:
     def close(self) -> None:
         for ns in reversed(self.netns):
             subprocess.run(["ip", "netns", "del", ns], check=False)
-        for net in self.networks:
-            for leftover in LIBCNI_RESULTS.glob(f"{net}-*"):
-                leftover.unlink()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
