@@ -110,7 +110,13 @@ def make_dirs(path: str, mode: int, parent_mode: int = 0o755) -> None:
         os.mkdir(path, mode)
     except FileExistsError:
         return
-    os.chmod(path, mode, follow_symlinks=False)
+    # fchmod on the dir opened without following a link: chmod(follow_symlinks=False) is
+    # fchmodat(AT_SYMLINK_NOFOLLOW), which glibc emulates through /proc (absent in some roots).
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def open_subdir(parent_fd: int, name: str, path: str, create: bool = True) -> int:

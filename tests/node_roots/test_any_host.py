@@ -9,7 +9,9 @@ libraries:
   with debootstrap (tools/make-root.sh), with Debian 11's own containernetworking-plugins (0.9.0):
   the delegate is its `loopback`, in a real network namespace bind-mounted into R;
 - `no-libc`: only directories, the conf and a static test delegate (tests/fakes/static_delegate):
-  a host with no C library at all, as Talos without its glibc extension, or a musl host;
+  a host with no C library at all, as Talos without its glibc extension, or a musl host; and the
+  same root without /proc (`no-libc-no-proc`: the launcher finds its folder from argv[0], and the
+  guard's state dirs are made without /proc's help);
 - `arm64`: a Debian 12 arm64 root (tools/build.sh's arm64 build root) with Debian's arm64
   containernetworking-plugins, and the arm64 bundle (tools/build.sh --arch arm64), whose own
   installer installs it: everything in it runs under qemu-user (binfmt_misc), the guard and the
@@ -20,7 +22,7 @@ On each: VERSION answers; a DEL with no evidence skips (exit 0, nothing on stdou
 through the delegate returns the delegate's result and the delegate's own state shows it (lo up,
 a state file, an IP lease); CHECK passes; the DEL after it reaches the delegate (that state gone);
 `ready --root R` and `doctor --root R` pass; `uninstall --root R` restores the conf byte for byte.
-/proc is mounted in R, as every host has it.
+/proc is mounted in R (but in `no-libc-no-proc`), as every host has it.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class NodeRoot:
     inner: Netns  # the pod's
     attached: Callable[[], bool]  # the delegate's own evidence that the attachment is there
     bundle: Path  # the frozen binary whose installer puts it on this node
+    proc: bool = True  # /proc mounted in the root, as on every host
 
     @property
     def conf_path(self) -> Path:
@@ -153,7 +156,16 @@ def arm64(tmp: Path, outer: Netns, inner: Netns) -> Iterator[NodeRoot]:
         yield NodeRoot(root, "10-bridge.conflist", conf, outer, inner, leased, bundle)
 
 
-ROOTS = {"bullseye": bullseye, "no-libc": no_libc, "arm64": arm64}
+@contextlib.contextmanager
+def no_libc_no_proc(tmp: Path, outer: Netns, inner: Netns) -> Iterator[NodeRoot]:
+    """The same root with no /proc either: nothing the guard or its launcher needs is there."""
+    with no_libc(tmp, outer, inner) as made:
+        made.proc = False
+        yield made
+
+
+ROOTS = {"bullseye": bullseye, "no-libc": no_libc, "no-libc-no-proc": no_libc_no_proc,
+         "arm64": arm64}
 
 
 @pytest.fixture(params=list(ROOTS))
@@ -165,7 +177,8 @@ def node(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[NodeRoot]:
         stack.callback(namespaces.close)
         outer, inner = namespaces.new("o"), namespaces.new("i")
         made = stack.enter_context(ROOTS[request.param](tmp_path, outer, inner))
-        stack.enter_context(proc_mounted(made.root))
+        if made.proc:
+            stack.enter_context(proc_mounted(made.root))
         stack.enter_context(bound_file(inner.path, made.root, f"/run/netns/{inner.name}"))
         made.conf_path.write_text(json.dumps(made.conf, indent=1) + "\n")
         yield made
