@@ -91,13 +91,15 @@ _MAX_LINKS = 40  # as the kernel's path walk (ELOOP past 40 links)
 
 def located(root: str, path: str) -> str:
     """`path` under `root` (as `under`), with the node's own symlinks followed as the node
-    follows them when the plain join does not reach a directory: a link's absolute target is
-    taken under the root, as a chroot takes it (k3s's data/current points at the running
-    release's dir by its absolute host path, which from a container that sees the host at
-    /host resolves to nothing), and `..` stops at the root. A missing component and what
-    follows it are joined as they are. UsageError for a loop of links."""
+    follows them: a link's absolute target is taken under the root, as a chroot takes it, and
+    `..` stops at the root. A plain join would let the kernel follow such a link out of the
+    root: k3s's data/current points at the running release by its absolute host path, which
+    from a container that sees the host at /host names nothing (or, from a copy of a node on
+    another machine, that machine's own dir). A missing component and what follows it are
+    joined as they are. With / as the root the kernel's own walk is the node's: the plain join.
+    UsageError for a loop of links."""
     joined = under(root, path)
-    if os.path.isdir(joined) or os.path.abspath(root) == "/":
+    if os.path.abspath(root) == "/":
         return joined
     base = os.path.abspath(root)
     todo = [p for p in absolute(path).split("/") if p]
