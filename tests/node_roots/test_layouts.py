@@ -1,13 +1,14 @@
 """The installer and the operator tools on a node root of each layout (node/layouts.py), with no
 path flag: `--layout auto` has to find the layout from what the distribution leaves on its nodes.
 
-Each root (with /proc mounted, as every node has it) holds what that distribution has where the guard looks (its conf dir and bin dir, k3s's
-data/current link, MicroK8s' revision link, RKE2's data dir, Talos' CRI config) and a multus conf
-in its conf dir. The "multus" there is the static fake delegate (tests/fakes/static_delegate,
-FAKE: it records each call in the node root, and does nothing outside it: its files are under
-/delguard-fake, a dir no host has), so the root needs no C library; the guard is the frozen
-bundle, which runs in any root. The installer runs as the frozen binary (the product) and as the
-package (DELGUARD_UNDER_TEST=package), installing the frozen bundle.
+Each root (with /proc mounted, as every node has it) holds what that distribution has where the
+guard looks (its conf dir and bin dir, k3s's data/current link, MicroK8s' revision link, RKE2's
+data dir, Talos' CRI config) and a multus conf in its conf dir. The "multus" there is the static
+fake delegate (tests/fakes/static_delegate, FAKE: it records each call in the node root, and does
+nothing outside it: its files are under /delguard-fake, a dir no host has), so the root needs no
+C library; the guard is the frozen bundle, which runs in any root. The installer runs as the
+frozen binary (the product) and as the package (DELGUARD_UNDER_TEST=package), installing the
+frozen bundle.
 
 For each: `install --root R` wraps the layout's conf and copies the bundle into its bin dir;
 `ready` and `doctor` pass and doctor names the layout; a DEL through the wrapped conf, run chrooted
