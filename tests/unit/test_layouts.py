@@ -192,3 +192,25 @@ def test_guard_keys_are_only_what_differs_from_the_guards_defaults():
 def test_an_unknown_name_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match="not one of auto, standard"):
         choose(str(tmp_path), "kind")
+
+
+def readme_layout_rows() -> dict[str, list[str]]:
+    """README "Node layouts": the first cell's layout name -> the row's cells."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text.split("### Node layouts", 1)[1].split("\n\n")
+    table = next(block for block in section if block.startswith("| layout |"))
+    rows = {}
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        rows[cells[0].split("`")[1]] = cells
+    return rows
+
+
+def test_the_readme_table_is_the_layout_table():
+    rows = readme_layout_rows()
+    assert list(rows) == [layout.name for layout in LAYOUTS]
+    for layout in LAYOUTS:
+        _name, conf, bins, _source, overlay = rows[layout.name]
+        assert conf == f"`{layout.conf_dir}`"
+        assert [b for b in bins.split("`")[1::2] if b.startswith("/")] == list(layout.bin_dirs)
+        assert overlay.startswith(f"`{layout.name}`")
