@@ -27,13 +27,12 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from cni_delguard.guard import defaults
-from cni_delguard.node import confdir
+from cni_delguard.node import bundle, confdir
 from cni_delguard.node.errors import NoConfError
 from cni_delguard.node.options import located, under
 from cni_delguard.tooling import UsageError
 
 AUTO = "auto"
-GUARD_LINK = "cni-delguard"  # bundle.LINK_NAME (bundle.py imports subprocess lazily: keep it so)
 
 
 @dataclass(frozen=True)
@@ -231,5 +230,6 @@ def _has_conf(root: str, layout: Layout) -> bool:
 
 def _has_guard(root: str, layout: Layout) -> bool:
     return any(
-        os.path.lexists(os.path.join(located(root, d), GUARD_LINK)) for d in layout.bin_dirs
+        os.path.lexists(os.path.join(located(root, d), bundle.LINK_NAME))
+        for d in layout.bin_dirs
     )
