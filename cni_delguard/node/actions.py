@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from cni_delguard.guard import defaults
 from cni_delguard.node import bundle, confdir, hostlock, patch, record
 from cni_delguard.node.errors import BundleRefusedError, ConfRefusedError
 from cni_delguard.state import fsutil
@@ -48,6 +49,8 @@ class Options:
     keys: dict[str, Any] = field(default_factory=dict)  # guard keys written into the conf
     dry_run: bool = False
     lock_timeout: float = hostlock.DEFAULT_TIMEOUT
+    layout: str = "standard"  # the node's layout (layouts.py), as chosen or found
+    log_file: str = defaults.LOG_FILE  # the layout's logFile (what the guard logs to unless set)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ options are refused.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
+import math
 import os
 import signal
 import sys
@@ -32,6 +34,7 @@ from cni_delguard.node import (
     exporter,
     follow,
     hostlock,
+    layouts,
     ready,
     record,
     watch,
@@ -83,6 +86,7 @@ def register(sub: Any, metrics: exporter.FeedFactory | None = None) -> None:
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
+    layouts.add_option(p)
     where.add(p, "bin_dir", "conf_dir")
     p.add_argument(
         "--conf-file",
@@ -100,10 +104,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         p,
         "state_dir",
         "root",
-        state_dir={
-            "default": None,
-            "help": f"the guard's stateDir; {kept} ({defaults.STATE_DIR})",
-        },
+        state_dir={"help": f"the guard's stateDir; {kept} (the layout's: {defaults.STATE_DIR})"},
     )
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     p.add_argument(
@@ -192,8 +193,19 @@ def _add_install(p: argparse.ArgumentParser) -> None:
     )
 
 
-def options(args: argparse.Namespace) -> actions.Options:
-    keys: dict[str, Any] = {}
+# What each command reads of the layout (the rest may differ between layouts found).
+_NEEDS = {
+    "install": layouts.FIELDS,
+    "uninstall": ("conf_dir", "bin_dirs", "state_dir"),
+    "ready": ("conf_dir", "bin_dirs", "state_dir"),
+}
+
+
+def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> actions.Options:
+    """The node as this command sees it: the layout's paths (`--layout`, auto: found under
+    --root), each replaced by its flag when given, reached through --root."""
+    layout = layouts.of(args, _NEEDS[args.command] if needs is None else needs)
+    keys: dict[str, Any] = layouts.guard_keys(layout) if args.command == "install" else {}
     guard_keys = (
         ("state_dir", "stateDir"),
         ("log_file", "logFile"),
@@ -210,11 +222,13 @@ def options(args: argparse.Namespace) -> actions.Options:
         bundle_dir = args.bundle_dir or default_bundle_dir()
     return actions.Options(
         root=os.path.normpath(args.root),
-        bin_dir=where.under(args.root, args.bin_dir),
-        conf_dir=where.under(args.root, args.conf_dir),
+        bin_dir=where.located(args.root, args.bin_dir or layouts.bin_dir(layout, args.root)),
+        conf_dir=where.located(args.root, args.conf_dir or layout.conf_dir),
         conf_file=args.conf_file,
         wrap=args.wrap,
-        state_dir=where.under(args.root, args.state_dir or defaults.STATE_DIR),
+        state_dir=where.under(args.root, args.state_dir or layout.state_dir),
+        layout=layout.name,
+        log_file=layout.log_file,
         bundle_dir=bundle_dir,
         keys=keys,
         dry_run=args.dry_run,
@@ -245,15 +259,17 @@ def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) 
 def run(args: argparse.Namespace, out: TextIO, stderr: TextIO) -> int:
     say = _sayer(stderr, stamp=False)
     try:
-        opts = options(args)
         if args.command == "ready":
-            return _ready(args, opts, out)
+            return _ready(args, out)
+        if args.command == "install" and args.watch:
+            _watch(args, _sayer(out, stamp=True))
+            return 0
+        wait = args.wait if args.command == "install" else 0.0
+        opts = _options_waiting(args, wait, say)
         if args.command == "uninstall":
             actions.uninstall(opts, out, say)
             if args.hold:
                 _hold(_sayer(out, stamp=True))
-        elif args.watch:
-            _watch(args, opts, _sayer(out, stamp=True))
         else:
             _wait_for_conf(opts, args.wait, say)
             actions.install(opts, out, say)
@@ -281,10 +297,45 @@ def _sayer(stream: TextIO, stamp: bool) -> actions.Say:
     return say
 
 
-def _ready(args: argparse.Namespace, opts: actions.Options, out: TextIO) -> int:
+def _ready(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        opts = options(args)
+    except layouts.NoLayoutError as exc:
+        if not args.uninstalled:
+            out.write(f"not ready: {exc}\n")
+            return 10
+        # No layout's conf and no guard anywhere: the guard is off every layout's dirs; the
+        # uninstall record (in the state dir every layout shares) says whether that is so.
+        opts = dataclasses.replace(options(args, needs=("state_dir",)), conf_file=None)
     code, line = (ready.uninstalled if args.uninstalled else ready.guarded)(opts)
     out.write(line + "\n")
     return code
+
+
+class _StoppedError(Exception):
+    """The watcher was stopped while it waited for a layout."""
+
+
+def _options_waiting(
+    args: argparse.Namespace, seconds: float, say: actions.Say, stop: watch.Stop | None = None
+) -> actions.Options:
+    """options(args), waiting up to `seconds` while `--layout auto` finds no layout yet (at
+    boot the network plugin writes its conf after us); _StoppedError when `stop` is set first."""
+    deadline, said = time.monotonic() + seconds, False
+    while True:
+        try:
+            return options(args)
+        except layouts.NoLayoutError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            if not said:
+                until = f"up to {seconds:g} s" if seconds != math.inf else "for as long as it takes"
+                say(f"{exc}; waiting ({until})")
+                said = True
+        if stop is None:
+            time.sleep(0.2)
+        elif stop.wait(0.2) or stop.is_set():
+            raise _StoppedError
 
 
 def _wait_for_conf(opts: actions.Options, seconds: float, say: actions.Say) -> None:
@@ -317,7 +368,7 @@ def _hold(say: actions.Say) -> None:
     _stop_event().wait()
 
 
-def _watch(args: argparse.Namespace, opts: actions.Options, say: actions.Say) -> None:
+def _watch(args: argparse.Namespace, say: actions.Say) -> None:
     if args.dry_run:
         raise UsageError("--watch and --dry-run do not go together")
     if (args.metrics_file or args.metrics_address) and args.metrics is None:
@@ -325,18 +376,26 @@ def _watch(args: argparse.Namespace, opts: actions.Options, say: actions.Say) ->
     if not args.metrics_interval > 0:  # also NaN: the metrics thread would spin
         raise UsageError(f"--metrics-interval {args.metrics_interval:g}: give a number of seconds")
     stop = _stop_event()
+    try:
+        opts = _options_waiting(args, math.inf, say, stop)
+    except _StoppedError:
+        say("watch: stopped")
+        return
     limits = watch.Limits(
         interval=args.watch_interval,
         settle=min(0.5, args.watch_interval),
         max_repatches=args.max_repatches,
         window=args.repatch_window,
     )
-    say(f"watching {opts.conf_dir} and {opts.bin_dir} (every {limits.interval:g} s)")
+    say(
+        f"watching {opts.conf_dir} and {opts.bin_dir} "
+        f"(layout {opts.layout}, every {limits.interval:g} s)"
+    )
     _start(opts, say)
     counts = watch.Counts()
     metrics = _exporter(args, opts, counts, say)
     try:
-        watch.run(opts, limits, stop, say, tasks=_tasks(args, say), counts=counts)
+        watch.run(opts, limits, stop, say, tasks=_tasks(args, opts, say), counts=counts)
     finally:
         if metrics is not None:
             metrics.stop()
@@ -354,13 +413,17 @@ def _start(opts: actions.Options, say: actions.Say) -> None:
             actions.install_bundle(opts, say)
 
 
-def _guard_log(args: argparse.Namespace) -> str:
+def _guard_log(args: argparse.Namespace, opts: actions.Options) -> str:
     """The guard's decision log as seen from here ('' when it is turned off)."""
-    return where.under(args.root, args.log_file or defaults.LOG_FILE) if args.log_file != "" else ""
+    if args.log_file == "":
+        return ""
+    return where.under(args.root, args.log_file or opts.log_file)
 
 
-def _tasks(args: argparse.Namespace, say: actions.Say) -> list[watch.Periodic]:
-    log = _guard_log(args) if args.follow_log is None else args.follow_log
+def _tasks(
+    args: argparse.Namespace, opts: actions.Options, say: actions.Say
+) -> list[watch.Periodic]:
+    log = _guard_log(args, opts) if args.follow_log is None else args.follow_log
     if not log:
         return []
     return [watch.Periodic(args.watch_interval, follow.Follower(log, say).poll)]
@@ -371,7 +434,7 @@ def _exporter(
 ) -> exporter.Exporter | None:
     if not (args.metrics_address or args.metrics_file):
         return None
-    plan = exporter.Plan(opts, _guard_log(args), counts, args.stuck_after)
+    plan = exporter.Plan(opts, _guard_log(args, opts), counts, args.stuck_after)
     textfile = where.under(args.root, args.metrics_file) if args.metrics_file else None
     metrics = exporter.Exporter(
         args.metrics(plan), args.metrics_address, textfile, args.metrics_interval, say

@@ -1,6 +1,9 @@
 """Where things are on a node: the command-line options every operator command shares, each
 defined once (name, default, help), so `install`, `doctor`, `list`, `release` and `stats` agree;
-and `under`, the one way a path of the node (from a flag or a conf) is reached through `--root`.
+`under`, the one way a path of the node (from a flag or a conf) is reached through `--root`; and
+`located`, the same with the node's own symlinks followed as the node follows them.
+
+The path options default to None: the node's layout (layouts.py, `--layout`) gives the value.
 """
 
 from __future__ import annotations
@@ -23,26 +26,26 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "bin_dir": (
         "--bin-dir",
-        {"default": "/opt/cni/bin", "metavar": "DIR", "help": "CNI bin dir (%(default)s)"},
+        {"default": None, "metavar": "DIR", "help": "CNI bin dir (the layout's: /opt/cni/bin)"},
     ),
     "conf_dir": (
         "--conf-dir",
-        {"default": "/etc/cni/net.d", "metavar": "DIR", "help": "CNI conf dir (%(default)s)"},
+        {"default": None, "metavar": "DIR", "help": "CNI conf dir (the layout's: /etc/cni/net.d)"},
     ),
     "state_dir": (
         "--state-dir",
         {
-            "default": defaults.STATE_DIR,
+            "default": None,
             "metavar": "DIR",
-            "help": "the guard's stateDir (%(default)s)",
+            "help": f"the guard's stateDir (the layout's: {defaults.STATE_DIR})",
         },
     ),
     "log_file": (
         "--log-file",
         {
-            "default": defaults.LOG_FILE,
+            "default": None,
             "metavar": "FILE",
-            "help": "the guard's decision log (%(default)s)",
+            "help": f"the guard's decision log (the layout's: {defaults.LOG_FILE})",
         },
     ),
     "json": ("--json", {"action": "store_true", "help": "print JSON, for machines"}),
@@ -81,3 +84,42 @@ def under(root: str, path: str) -> str:
     if os.path.commonpath([base, joined]) != base:
         raise UsageError(f"{path} is not under --root {root}")
     return joined
+
+
+_MAX_LINKS = 40  # as the kernel's path walk (ELOOP past 40 links)
+
+
+def located(root: str, path: str) -> str:
+    """`path` under `root` (as `under`), with the node's own symlinks followed as the node
+    follows them: a link's absolute target is taken under the root, as a chroot takes it, and
+    `..` stops at the root. A plain join would let the kernel follow such a link out of the
+    root: k3s's data/current points at the running release by its absolute host path, which
+    from a container that sees the host at /host names nothing (or, from a copy of a node on
+    another machine, that machine's own dir). A missing component and what follows it are
+    joined as they are. With / as the root the kernel's own walk is the node's: the plain join.
+    UsageError for a loop of links."""
+    joined = under(root, path)
+    if os.path.abspath(root) == "/":
+        return joined
+    base = os.path.abspath(root)
+    todo = [p for p in absolute(path).split("/") if p]
+    done: list[str] = []
+    links = 0
+    while todo:
+        part = todo.pop(0)
+        if part in (".", ".."):
+            if part == ".." and done:
+                done.pop()
+            continue
+        try:
+            target = os.readlink(os.path.join(base, *done, part))
+        except OSError:  # not a link, or not there: taken as it is
+            done.append(part)
+            continue
+        links += 1
+        if links > _MAX_LINKS:
+            raise UsageError(f"{path}: too many levels of symbolic links under --root {root}")
+        if target.startswith("/"):
+            done = []
+        todo = [p for p in target.split("/") if p] + todo
+    return os.path.join(base, *done)

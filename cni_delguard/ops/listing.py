@@ -4,9 +4,10 @@ age, pod), as a table or JSON."""
 from __future__ import annotations
 
 from cni_delguard.cni import errors
-from cni_delguard.node import options
+from cni_delguard.node import layouts, options
 from cni_delguard.ops import scan
 from cni_delguard.ops.text import age, as_json, clean
+from cni_delguard.tooling import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,13 +27,20 @@ DESCRIPTION = (
 def register(sub: Any) -> None:
     """Add `list` to cni_delguard.cli's subcommands."""
     parser = options.command(sub, "list", run, SUMMARY, DESCRIPTION)
+    options.add(parser, "root")
+    layouts.add_option(parser)
     options.add(parser, "state_dir", "json")
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     now = scan.now()
     try:
-        found = scan.markers(args.state_dir)
+        state_dir = layouts.guard_path(args, "state_dir")
+    except UsageError as exc:
+        stderr.write(f"cni-delguard list: {clean(exc)}\n")
+        return 2
+    try:
+        found = scan.markers(state_dir)
     except FileNotFoundError:
         found = []  # no state dir yet: the guard has seen no ADD
     except (OSError, errors.CniError) as exc:
@@ -54,5 +62,5 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n"
         )
     if not found:
-        stdout.write(f"no markers in {clean(args.state_dir)}\n")
+        stdout.write(f"no markers in {clean(state_dir)}\n")
     return 0

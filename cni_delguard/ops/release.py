@@ -17,10 +17,11 @@ import os
 import time
 
 from cni_delguard.cni import errors, skel
-from cni_delguard.node import options
+from cni_delguard.node import layouts, options
 from cni_delguard.ops.text import clean
 from cni_delguard.state import store
 from cni_delguard.state.locking import AttachmentLock
+from cni_delguard.tooling import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -159,11 +160,17 @@ def register(sub: Any) -> None:
     parser.add_argument("--network", type=_network, metavar="NET", help="only this network")
     parser.add_argument("--reason", type=_reason, default=DEFAULT_REASON, metavar="TEXT")
     parser.add_argument("--dry-run", action="store_true", help="show what would be released")
-    options.add(parser, "root", "state_dir", state_dir={"type": _absolute})
+    options.add(parser, "root")
+    layouts.add_option(parser)
+    options.add(parser, "state_dir", state_dir={"type": _absolute})
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    state_dir = options.under(args.root, args.state_dir)
+    try:
+        state_dir = layouts.guard_path(args, "state_dir")
+    except UsageError as exc:
+        err.write(f"cni-delguard release: {clean(exc)}\n")
+        return 2
     target = Target(args)
     try:
         matches, skipped = find(state_dir, target)

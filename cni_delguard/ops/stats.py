@@ -16,10 +16,11 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from cni_delguard.guard import defaults
-from cni_delguard.node import options
+from cni_delguard.node import layouts, options
 from cni_delguard.ops import logread
 from cni_delguard.ops.logread import LogError, LogReader
 from cni_delguard.ops.text import as_json, clean
+from cni_delguard.tooling import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -179,6 +180,8 @@ DESCRIPTION = (
 def register(sub: Any) -> None:
     """Add `stats` to cni_delguard.cli's subcommands."""
     parser = options.command(sub, "stats", run, SUMMARY, DESCRIPTION)
+    options.add(parser, "root")
+    layouts.add_option(parser)
     options.add(parser, "log_file")
     parser.add_argument(
         "--last", type=int, default=10, metavar="N", help="how many entries to list (10)"
@@ -191,34 +194,42 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="write node-exporter textfile metrics to FILE (atomically) instead of a summary",
     )
-    parser.add_argument(
-        "--state-dir",
-        default=defaults.STATE_DIR,
-        metavar="DIR",
-        help="the guard's stateDir, for the markers in --prometheus (%(default)s)",
+    options.add(
+        parser,
+        "state_dir",
+        state_dir={
+            "help": "the guard's stateDir, for the markers in --prometheus "
+            f"(the layout's: {defaults.STATE_DIR})"
+        },
     )
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    try:
+        log_file = layouts.guard_path(args, "log_file")
+        state_dir = layouts.guard_path(args, "state_dir")
+    except UsageError as exc:
+        stderr.write(f"cni-delguard stats: {clean(exc)}\n")
+        return 2
     if args.prometheus:
         from cni_delguard.ops import metrics
 
         try:
-            metrics.write(args.prometheus, args.log_file, args.state_dir)
+            metrics.write(args.prometheus, log_file, state_dir)
         except OSError as exc:
             stderr.write(f"cni-delguard stats: cannot write {clean(args.prometheus)}: {exc}\n")
             return 2
         stdout.write(f"wrote {clean(args.prometheus)}\n")
         return 0
     try:
-        summary = summarize(args.log_file, max(args.last, 0), args.since, args.network)
+        summary = summarize(log_file, max(args.last, 0), args.since, args.network)
     except LogError as exc:
         stderr.write(f"cni-delguard stats: {clean(exc)}\n")
         return 2
     if args.json:
         stdout.write(as_json(summary))
     else:
-        stdout.write("\n".join(_text(summary, args.log_file)) + "\n")
+        stdout.write("\n".join(_text(summary, log_file)) + "\n")
     return 0
 
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from cni_delguard.cli import build_parser
-from cni_delguard.node import errors
+from cni_delguard.node import errors, layouts
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALLER = REPO / "installer"
@@ -73,7 +73,8 @@ def cli_args(container: dict):
 
 def test_the_plain_manifest_is_the_base():
     assert (INSTALLER / "daemonset.yaml").resolve() == KUSTOMIZE / "base" / "daemonset.yaml"
-    assert OVERLAYS == ["monitoring", "selinux", "uninstall", "uninstall-on-delete", "watch"]
+    jobs = {"monitoring", "selinux", "uninstall", "uninstall-on-delete", "watch"}
+    assert set(OVERLAYS) == jobs | set(layouts.BY_NAME)  # and one overlay per layout
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -107,7 +108,8 @@ def test_runs_on_every_node_without_the_pod_network_or_the_api(overlay):
     assert {"operator": "Exists"} in spec["tolerations"]
     assert spec["priorityClassName"] == "system-node-critical"
     assert spec["automountServiceAccountToken"] is False  # RBAC-free
-    assert "serviceAccountName" not in spec
+    # OpenShift's SCC is granted to a service account (test_the_openshift_scc_...): no token
+    assert spec.get("serviceAccountName") == ("cni-delguard" if overlay == "openshift" else None)
     (c,) = spec["containers"]
     assert "initContainers" not in spec
     for kind in ("requests", "limits"):
@@ -188,3 +190,75 @@ def test_the_exit_codes_are_all_distinct():
     ]
     codes = [c.code for c in classes]
     assert len(set(codes)) == len(codes) and 2 not in codes  # 2 is usage
+
+
+def volumes_of(doc: dict) -> dict[str, tuple[str, str]]:
+    """volume name -> (its host path, where the container mounts it)."""
+    spec = pod(doc)
+    (c,) = spec["containers"]
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    return {v["name"]: (v["hostPath"]["path"], mounts[v["name"]]["mountPath"])
+            for v in spec["volumes"]}
+
+
+@pytest.mark.parametrize("layout", layouts.LAYOUTS, ids=lambda layout: layout.name)
+def test_each_layouts_overlay_mounts_the_layouts_paths_and_names_it(layout):
+    """One source of truth: the overlay's writable hostPaths are the layout table's row, each
+    mounted at the same path under the root the installer is given; the host's / stays
+    read-only and SYS_CHROOT stays; installer and probe both get `--layout NAME`."""
+    doc = render(layout.name)
+    (c,) = pod(doc)["containers"]
+    args = cli_args(c)
+    probe_argv = c["readinessProbe"]["exec"]["command"][1:]
+    probe = build_parser(sys.stdout, sys.stderr).parse_args(probe_argv)
+    assert (args.command, args.watch, args.layout) == ("install", True, layout.name)
+    assert (probe.command, probe.layout, probe.root) == ("ready", layout.name, args.root)
+    found = volumes_of(doc)
+    assert found.pop("host-root") == (HOST_ROOT, args.root)
+    expected = {name: (path, os.path.normpath(args.root + path))
+                for name, path in layout.mounts().items()}
+    assert found == expected
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    assert mounts[args.root].get("readOnly") is True
+    assert "SYS_CHROOT" in c["securityContext"]["capabilities"]["add"]
+    assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+
+
+def test_the_default_overlay_finds_the_layout_and_mounts_the_standard_paths():
+    (c,) = pod(render("watch"))["containers"]
+    assert cli_args(c).layout == "auto"
+    found = volumes_of(render("watch"))
+    assert {name: found[name][0] for name in layouts.STANDARD.mounts()} == (
+        layouts.STANDARD.mounts()
+    )
+
+
+def test_only_k3s_data_dir_is_never_created_on_a_node():
+    """hostPath DirectoryOrCreate would make k3s's data dir on a node that has none; the k3s
+    overlay mounts it only when it is there."""
+    for layout in layouts.LAYOUTS:
+        types = {v["name"]: v["hostPath"]["type"] for v in pod(render(layout.name))["volumes"]}
+        assert types["cni-bin"] == ("Directory" if layout.bin_mount else "DirectoryOrCreate")
+
+
+def test_the_openshift_scc_allows_exactly_what_its_pod_asks_for():
+    docs = {d["kind"]: d for d in render_all("openshift")}
+    scc, account, ds = docs["SecurityContextConstraints"], docs["ServiceAccount"], docs["DaemonSet"]
+    spec = pod(ds)
+    (c,) = spec["containers"]
+    user = f"system:serviceaccount:{account['metadata']['namespace']}:{account['metadata']['name']}"
+    assert scc["users"] == [user]
+    assert account["metadata"]["namespace"] == ds["metadata"]["namespace"]
+    assert spec["serviceAccountName"] == account["metadata"]["name"]
+    assert account["automountServiceAccountToken"] is False
+    assert spec["automountServiceAccountToken"] is False
+    assert set(c["securityContext"]["capabilities"]["add"]) == set(scc["allowedCapabilities"])
+    assert scc["allowPrivilegedContainer"] is False and scc["allowPrivilegeEscalation"] is False
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    assert "privileged" not in c["securityContext"]
+    assert scc["allowHostNetwork"] is True and spec["hostNetwork"] is True
+    assert scc["allowHostDirVolumePlugin"] is True and scc["volumes"] == ["hostPath"]
+    assert {"hostPath"} == {k for v in spec["volumes"] for k in v if k != "name"}
+    assert scc["runAsUser"] == {"type": "RunAsAny"} and c["securityContext"]["runAsUser"] == 0
+    assert c["securityContext"]["seLinuxOptions"] == {"type": "spc_t"}
+    kubernetes_validate.validate(account, VERSIONS[-1], strict=True)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from cni_delguard.node import bundle
+from cni_delguard.node.layouts import BY_NAME
 from tests.support import guard
 from tests.support.waiting import wait_for
 
@@ -424,3 +425,28 @@ def test_the_container_log_shows_each_wrap_and_each_del_let_through(node, watche
     shown = [ln for ln in w.text().splitlines() if "DEL let through" in ln]
     assert [ln.split("containerID=")[1].split()[0] for ln in shown] == ["c1", "c4"]
     assert "00-multus.conf: wrapped 'multus'" in w.text()
+
+
+def test_a_watcher_with_no_conf_anywhere_waits_and_guards_the_layout_whose_conf_appears(
+    node, watcher
+):
+    """At boot no network plugin has written its conf yet, in any layout's conf dir: the
+    watcher (--layout auto) waits, and when k3s's flannel conf appears it guards that one, in
+    k3s's conf dir and bin dir, never the standard ones that also exist on this root."""
+    k3s = BY_NAME["k3s"]
+    conf_dir = node.root / k3s.conf_dir.lstrip("/")
+    bin_dir = node.root / k3s.bin_dirs[0].lstrip("/")
+    for d in (conf_dir, bin_dir):
+        d.mkdir(parents=True)
+    w = watcher()
+    wait_for(lambda: "waiting (for as long as it takes)" in w.text(), "the watcher to wait",
+             BOUND, every=EVERY, detail=w.text)
+    assert os.listdir(node.bin) == [] and os.listdir(bin_dir) == []  # nothing done yet
+    path = conf_dir / "00-multus.conf"
+    multus_writes(path, MULTUS_CONF)
+    wait_for(lambda: conf_of(path) and "cni-delguard" in json.dumps(conf_of(path)),
+             "the k3s conf wrapped", BOUND, every=EVERY, detail=w.text)
+    assert bundle.check(str(bin_dir)) is None
+    assert "(layout k3s, every" in w.text()
+    assert os.listdir(node.bin) == []
+    assert w.stop() == 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from cni_delguard.cni import errors
-from cni_delguard.node import options
+from cni_delguard.node import layouts, options
 from cni_delguard.ops.doctor import caches, conf, logs, state
 from cni_delguard.ops.doctor.node import PROBLEM, Finding, Node, discover
 from cni_delguard.ops.text import as_json, clean
@@ -70,7 +70,9 @@ DESCRIPTION = (
 def register(sub: Any) -> None:
     """Add `doctor` to cni_delguard.cli's subcommands."""
     parser = options.command(sub, "doctor", run, SUMMARY, DESCRIPTION)
-    options.add(parser, "root", "conf_dir", "bin_dir", "json")
+    options.add(parser, "root")
+    layouts.add_option(parser)
+    options.add(parser, "conf_dir", "bin_dir", "json")
     parser.add_argument(
         "--repair",
         action="store_true",
@@ -84,23 +86,37 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         stderr.write(f"cni-delguard doctor: --root {clean(args.root)} is not a directory\n")
         return 2
     try:
-        node = discover(args.root, args.conf_dir, args.bin_dir)
+        layout = _layout(args)
+        conf_dir = args.conf_dir or layout.conf_dir
+        node = discover(args.root, conf_dir, args.bin_dir or layouts.bin_dir(layout, args.root),
+                        layout)
     except UsageError as exc:
         stderr.write(f"cni-delguard doctor: {clean(exc)}\n")
         return 2
     findings = examine(node, args.repair)
     healthy = not any(_left(f) for f in findings)
     if args.json:
-        body = {"root": args.root, "healthy": healthy, "findings": [f.as_dict() for f in findings]}
+        body = {"root": args.root, "layout": node.layout, "healthy": healthy,
+                "findings": [f.as_dict() for f in findings]}
         stdout.write(as_json(body))
     else:
         stdout.write("\n".join(_text(node, findings, healthy)) + "\n")
     return 0 if healthy else 1
 
 
+def _layout(args: argparse.Namespace) -> layouts.Layout:
+    """The node's layout; when no layout's conf (nor the guard) is found, the standard one,
+    whose empty conf dir the conf check then reports."""
+    try:
+        return layouts.of(args)
+    except layouts.NoLayoutError:
+        return layouts.STANDARD
+
+
 def _text(node: Node, findings: list[Finding], healthy: bool) -> list[str]:
     lines = [
-        f"cni-delguard doctor: conf dir {clean(node.conf_dir)}, state dir {clean(node.state_dir)}"
+        f"cni-delguard doctor: layout {node.layout}, conf dir {clean(node.conf_dir)}, "
+        f"state dir {clean(node.state_dir)}"
     ]
     for f in findings:
         lines.append(f"  {f.severity.upper():8s} {f.check:8s} {clean(f.message)}")

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from cni_delguard.guard import config, defaults
-from cni_delguard.node import confdir, options, patch
+from cni_delguard.node import confdir, layouts, options, patch
 from cni_delguard.node.errors import InstallerError
 from cni_delguard.state import fsutil
 
@@ -56,6 +56,7 @@ class Node:
     root: str
     conf_dir: str
     bin_dir: str
+    layout: str = "standard"  # the node's layout (node/layouts.py), as chosen or found
     conf_path: str | None = None
     conf: dict[str, Any] | None = None
     conf_error: str | None = None
@@ -73,11 +74,15 @@ class Node:
         return options.under(self.root, path)
 
 
-def discover(root: str, conf_dir: str, bin_dir: str) -> Node:
+def discover(
+    root: str, conf_dir: str, bin_dir: str, layout: layouts.Layout = layouts.STANDARD
+) -> Node:
     """The node under `root`; UsageError (tooling) for a --conf-dir or --bin-dir that is not an
-    absolute path."""
-    node = Node(root, "", "")
-    node.conf_dir, node.bin_dir = node.under(conf_dir), node.under(bin_dir)
+    absolute path. What the conf does not say is the guard's default when the conf names the
+    guard (what the plugin itself takes), else the layout's (where it would be once wrapped)."""
+    node = Node(root, "", "", layout.name)
+    node.conf_dir = options.located(root, conf_dir)
+    node.bin_dir = options.located(root, bin_dir)
     names = _conf_names(node.conf_dir)
     if names:
         node.conf_path = os.path.join(node.conf_dir, names[0])
@@ -86,7 +91,13 @@ def discover(root: str, conf_dir: str, bin_dir: str) -> Node:
         entries = patch.guard_plugins(node.conf, confdir.is_list(node.conf_path))
         node.guard = entries[0] if entries else None
     keys = node.guard or {}
-    peek = config.Peek(keys)  # what the guard itself makes of these keys
+    fallback = config.Defaults() if node.guard else config.Defaults(
+        state_dir=layout.state_dir,
+        result_cache_dirs=layout.result_cache_dirs,
+        multus_cache_dirs=layout.multus_cache_dirs,
+        log_file=layout.log_file,
+    )
+    peek = config.Peek(keys, dflt=fallback)  # what the guard itself makes of these keys
     node.node_state_dir = peek.state_dir
     node.state_dir = node.under(peek.state_dir)
     node.result_dirs = tuple(node.under(d) for d in peek.result_cache_dirs)
