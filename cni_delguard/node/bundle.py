@@ -200,7 +200,10 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
     except OSError as exc:
         return None, f"{on_node} cannot be executed{where}: {_exec_failure(path, exc)}"
     if r.returncode == _CANNOT_CHROOT and r.stderr.startswith(b"cannot chroot"):
-        return None, f"{_one_line(r.stderr)} (to run the plugin as the runtime would; needs root)"
+        return None, (
+            f"{_one_line(r.stderr)} (to run the plugin as the runtime would: needs root, or "
+            "CAP_SYS_CHROOT)"
+        )
     try:
         versions = json.loads(r.stdout).get("supportedVersions")
     except (ValueError, AttributeError):
@@ -223,7 +226,9 @@ def node_path(root: str, path: str) -> str | None:
 
 
 def _enter(root: str) -> None:
-    """In the probe's child, before exec: make the node's root this process's /."""
+    """In the probe's child, before exec: make the node's root this process's /. It runs between
+    fork and exec in a process that may have threads (the watcher's metrics), so it calls only
+    system calls and takes no lock a thread of the parent could have held at the fork."""
     try:
         os.chroot(root)
         os.chdir("/")
