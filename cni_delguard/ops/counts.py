@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from cni_delguard.guard import decide
+from cni_delguard.guard import decide, defaults
 from cni_delguard.ops import series
 
 TYPE_CHECKING = False
@@ -18,10 +18,9 @@ if TYPE_CHECKING:
 
     from cni_delguard.ops.series import Values
 
-# A deadlock break: a DEL answered with success although the delegate failed it (stats.BREAKS
-# says the same for `cni-delguard stats`; test_series.py checks that they agree).
+# A deadlock break: a DEL answered with success although the delegate failed it, for the
+# metrics and for `cni-delguard stats` alike.
 BREAKS = (decide.FORWARD_LENIENT, decide.RELEASED)
-OBSERVE = "observe"
 
 
 class DecisionCounts:
@@ -38,7 +37,7 @@ class DecisionCounts:
         self.decisions[(command, decision)] += 1
         if rec.get("command") != "DEL":
             return
-        if decision == OBSERVE:
+        if decision == defaults.OBSERVE:
             self.would_skip += rec.get("wouldDecide") == decide.SKIP
             self.would_free += rec.get("wouldFree") is True
             return

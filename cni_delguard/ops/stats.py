@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from cni_delguard.guard import defaults
 from cni_delguard.node import layouts, options
-from cni_delguard.ops import logread
+from cni_delguard.ops import counts, logread
 from cni_delguard.ops.logread import LogError, LogReader
 from cni_delguard.ops.text import as_json, clean
 from cni_delguard.tooling import UsageError
@@ -29,15 +29,14 @@ if TYPE_CHECKING:
 # DEL decisions answered without the delegate's success: skipped (not called), or forwarded with
 # failures ignored; `released` is an operator's release valve (issue 14), counted the same way.
 UNBLOCKED = ("skip", "forward-lenient", "released")
-BREAKS = ("forward-lenient", "released")
-OBSERVE = "observe"
 _TS = "%Y-%m-%dT%H:%M:%SZ"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _MAX_DIGITS = 12  # 10**12 s is 31 700 years: anything longer reaches before 1970 anyway
 
 
 class Tally:
-    """What the log says, folded one record at a time (also the metrics' source)."""
+    """What the log says, folded one record at a time, with every break and unblocked
+    attachment kept for the listing (the metrics fold the log into ops/counts.py instead)."""
 
     def __init__(self, since: str | None = None, network: str | None = None) -> None:
         self.since = since
@@ -65,7 +64,7 @@ class Tally:
         self.counts[(command, decision)] += 1
         if command != "DEL":
             return
-        if decision == OBSERVE:
+        if decision == defaults.OBSERVE:
             self.would_skip += rec.get("wouldDecide") == "skip"
             self.would_free += rec.get("wouldFree") is True
         elif decision in UNBLOCKED:
@@ -75,7 +74,7 @@ class Tally:
         error = _delegate_error(rec)
         entry = _attachment(rec)
         ts = logread.text(rec.get("ts"))
-        if decision in BREAKS and error is not None:
+        if decision in counts.BREAKS and error is not None:
             self.breaks.append(
                 {
                     **entry,

@@ -45,7 +45,17 @@ def test_every_logged_decision_has_its_label_value():
 
 
 def test_a_deadlock_break_means_the_same_to_stats_and_to_the_metrics():
-    assert set(counts.BREAKS) == set(stats.BREAKS)
+    error = {"code": 7, "msg": "no state"}
+    records = [
+        {"command": "DEL", "decision": decision, **extra}
+        for decision in (*series.DECISIONS, "not-a-decision")
+        for extra in ({}, {"delegateError": error}, {"delegateError": "not an object"})
+    ]
+    tally, folded = stats.Tally(), DecisionCounts()
+    for rec in records:
+        tally.add(rec)
+        folded.add(rec)
+    assert folded.breaks == len(tally.breaks) == len(counts.BREAKS)
 
 
 def test_names_are_unique_and_prefixed_and_counters_end_in_total():
