@@ -24,8 +24,6 @@ from cni_delguard.ops.counts import DecisionCounts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from cni_delguard.node.exporter import Plan
     from cni_delguard.ops.series import Values
 
@@ -44,7 +42,8 @@ class WatcherFeed:
         self.counts = DecisionCounts()
         self.streaks = stuck.Streaks()
         self.tail: Tail | None = None
-        self.malformed = 0
+        self.records = logread.Records()  # what the Tail reads, with its malformed lines
+        self.build = metrics.build_values()  # the bundle's build info: read once, it never changes
         self.values: Values = {}
 
     def refresh(self) -> None:
@@ -53,21 +52,20 @@ class WatcherFeed:
         assert self.tail is not None  # noqa: S101 - for mypy: _start sets it
         for _ in range(MAX_READS):
             for line in self.tail.read():
-                rec = self._parse(line)
+                rec = self.records.record(line)
                 if rec is not None:
                     self.counts.add(rec)
                     self.streaks.add(rec)
             if not self.tail.behind:
                 break
-        now = self.clock()
-        values = self.counts.values()
         readable = self.tail.readable or not self.plan.log_file
-        malformed = self.malformed + self.tail.overlong
-        values.update(metrics.log_values(readable, self.tail.errors, malformed))
-        values["stuck_strict_dels"] = {(): float(len(self.streaks.stuck(now, self.threshold)))}
-        values.update(metrics.marker_values(self.plan.opts.state_dir, now))
+        malformed = self.records.malformed + self.tail.overlong
+        log = metrics.log_values(readable, self.tail.errors, malformed)
+        state_dir, now = self.plan.opts.state_dir, self.clock()
+        values = metrics.assemble(
+            self.counts, self.streaks, log, state_dir, now, self.threshold, self.build
+        )
         values.update(self._watch_values())
-        values.update(metrics.build_values())
         self.values = values  # one assignment: a scrape sees the old snapshot or the new one
 
     def _start(self) -> None:
@@ -80,14 +78,6 @@ class WatcherFeed:
             except logread.LogError:
                 pass  # no log yet, or unreadable: the Tail counts that
         self.tail = Tail(log)
-
-    def _parse(self, line: bytes) -> Mapping[str, object] | None:
-        if not line.strip():
-            return None
-        rec = logread.parse(line)
-        if rec is None:
-            self.malformed += 1
-        return rec
 
     def _watch_values(self) -> Values:
         code, _ = ready.guarded(self.plan.opts)

@@ -47,26 +47,14 @@ class LogError(Exception):
     """The log cannot be read at all (the one-line message is the exception's text)."""
 
 
-class LogReader:
-    """Iterate the records of `<path>.1` then `<path>`; `malformed` counts what was skipped."""
+class Records:
+    """Lines to records; `malformed` counts the lines that hold none (a blank line is not one)."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self) -> None:
         self.malformed = 0
-        self.files = [name for name in (path + ".1", path) if _present(name)]
-        if not self.files:
-            raise LogError(f"no log at {path}")
-        for name in self.files:
-            _check_regular(name)
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for name in self.files:
-            for line in _lines(name):
-                rec = self._parse(line)
-                if rec is not None:
-                    yield rec
-
-    def _parse(self, line: bytes | None) -> dict[str, Any] | None:
+    def record(self, line: bytes | None) -> dict[str, Any] | None:
+        """The record of one line; None for a blank or malformed line, or one over MAX_LINE."""
         if line is None:  # over MAX_LINE
             self.malformed += 1
             return None
@@ -76,6 +64,26 @@ class LogReader:
         if rec is None:
             self.malformed += 1
         return rec
+
+
+class LogReader(Records):
+    """Iterate the records of `<path>.1` then `<path>`; `malformed` counts what was skipped."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self.files = [name for name in (path + ".1", path) if _present(name)]
+        if not self.files:
+            raise LogError(f"no log at {path}")
+        for name in self.files:
+            _check_regular(name)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for name in self.files:
+            for line in _lines(name):
+                rec = self.record(line)
+                if rec is not None:
+                    yield rec
 
 
 def parse(line: bytes) -> dict[str, Any] | None:

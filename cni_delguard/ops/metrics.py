@@ -62,11 +62,26 @@ def snapshot(log_file: str, state_dir: str, now: float | None = None) -> Values:
         read_errors = int(_exists(log_file))
     else:
         malformed, readable = reader.malformed, True
+    log = log_values(readable, read_errors, malformed)
+    return assemble(counts, streaks, log, state_dir, now, stuck.DEFAULT_THRESHOLD, build_values())
+
+
+def assemble(
+    counts: DecisionCounts,
+    streaks: stuck.Streaks,
+    log: Values,
+    state_dir: str,
+    now: float,
+    threshold: float,
+    build: Values,
+) -> Values:
+    """Every series of the log and the state dir, from what was folded of the log (the whole
+    of it for `stats --prometheus`, what was appended for the watcher) and the markers now."""
     values = counts.values()
-    values.update(log_values(readable, read_errors, malformed))
-    values["stuck_strict_dels"] = {(): float(len(streaks.stuck(now)))}
+    values.update(log)
+    values["stuck_strict_dels"] = {(): float(len(streaks.stuck(now, threshold)))}
     values.update(marker_values(state_dir, now))
-    values.update(build_values())
+    values.update(build)
     return values
 
 
