@@ -147,7 +147,6 @@ SERIES = (
         "build", INFO, "the running cni-delguard's version and CPU arch", BUILD, ("version", "arch")
     ),
 )
-BY_NAME = {s.name: s for s in SERIES}
 
 
 def label(name: str, value: object) -> str:
