@@ -27,7 +27,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-MAX_REASON = 500
 # A DEL in flight holds the attachment's lock while its delegate runs: wait a while, not forever.
 LOCK_TIMEOUT = 10.0
 DEFAULT_REASON = "no reason given"
@@ -224,8 +223,8 @@ def _pod(value: str) -> tuple[str, str]:
 
 
 def _reason(value: str) -> str:
-    if len(value) > MAX_REASON or not value.isprintable():
+    if len(value) > store.MAX_REASON or not value.isprintable():
         raise argparse.ArgumentTypeError(
-            f"a reason is at most {MAX_REASON} printable characters, on one line"
+            f"a reason is at most {store.MAX_REASON} printable characters, on one line"
         )
     return value

@@ -114,6 +114,10 @@ def _network_dir(nets: int, name: str, path: str) -> Iterator[NetworkDir]:
         os.close(fd)
 
 
+# The longest reason `release` takes, and the most of one the guard logs.
+MAX_REASON = 500
+
+
 class Release:
     """An operator's release record as found (ops/release.py writes it): its fields, the owner
     fstat gives, and `refused`, why it does not count, when it does not."""
@@ -124,11 +128,11 @@ class Release:
         self.fields, self.owner, self.refused = fields, owner, refused
 
     def logged(self) -> dict[str, object]:
-        """What the decision log says of it: the reason when it is text (the tool's 500
+        """What the decision log says of it: the reason when it is text (MAX_REASON
         characters at most), the time when it is a time, and the owner's uid from fstat, never
         what the file claims."""
         reason = self.fields.get("reason")
-        text = reason[:500] if isinstance(reason, str) else "no reason recorded"
+        text = reason[:MAX_REASON] if isinstance(reason, str) else "no reason recorded"
         given: dict[str, object] = {"reason": text}
         when = epoch(self.fields.get("time"))
         if when is not None:
