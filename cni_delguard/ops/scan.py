@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import time
 from dataclasses import dataclass, field
 
-from cni_delguard.state import fsutil, store
+from cni_delguard.state import store
 from cni_delguard.state.marker import CORRUPT, KNOWN
 
 TYPE_CHECKING = False
@@ -78,22 +77,18 @@ def markers(state_dir: str) -> list[Marker]:
             if name.startswith(".") or not name.endswith(store.MARKER_SUFFIX):
                 continue
             path = os.path.join(d.path, name)
-            found.append(_marker(d.name, name[: -len(store.MARKER_SUFFIX)], path, d.fd, name))
+            found.append(_marker(d.name, name[: -len(store.MARKER_SUFFIX)], path, d.fd))
     return found
 
 
-def _marker(network: str, key: str, path: str, fd: int, name: str) -> Marker:
+def _marker(network: str, key: str, path: str, fd: int) -> Marker:
+    """The marker as store.marker_body reads it: one that cannot be read or is not a JSON
+    object has no fields, and so no known state."""
     try:
-        data = fsutil.read_at(fd, name)
+        body = store.marker_body(fd, key)
     except OSError:
-        data = None
-    try:
-        body = json.loads(data) if data else None
-    except (ValueError, RecursionError):
-        body = None
+        body = {}
     m = Marker(network, key, path, CORRUPT)
-    if not isinstance(body, dict):
-        return m
     state = body.get("state")
     m.state = state if state in KNOWN else CORRUPT
     m.container_id = _text(body.get("containerID"))
