@@ -51,7 +51,7 @@ class Exporter:
         say: actions.Say,
     ) -> None:
         self.feed, self.address, self.textfile = feed, address, textfile
-        self.interval, self.say, self.said = interval, say, ""
+        self.interval, self.say, self.said = interval, say, watch.Once(say)
         self.endpoint: endpoint.Endpoint | None = None
         self.bind: tuple[str, int] | None = None
         if address:
@@ -74,9 +74,7 @@ class Exporter:
     def _run(self) -> None:
         while not self.stopped.is_set():
             problems = "; ".join(p for p in (self._refresh(), self._write(), self._listen()) if p)
-            if problems and problems != self.said:  # a poll a second must not flood the log
-                self.say(problems)
-            self.said = problems
+            self.said(problems)
             self.stopped.wait(self.interval)
 
     def _refresh(self) -> str:

@@ -159,13 +159,14 @@ class BundleProbe:
 
 
 class Once:
-    """Say a repeating condition once, until it changes (a poll a second must not flood logs)."""
+    """Say a repeating condition once, until it changes (a poll a second must not flood logs);
+    "" says that it cleared, which is not a line of its own."""
 
     def __init__(self, say: actions.Say) -> None:
         self.say, self.last = say, ""
 
     def __call__(self, message: str) -> None:
-        if message != self.last:
+        if message and message != self.last:
             self.say(message)
         self.last = message
 

@@ -252,3 +252,11 @@ def test_a_metrics_interval_that_is_not_a_positive_number_is_a_usage_error(node,
         r = run(["install", *args])
         assert (r.code, r.err.count("\n")) == (2, 1), r.err
         assert "--metrics-interval" in r.err
+
+
+def test_a_condition_is_said_once_and_its_clearing_is_no_line_of_its_own():
+    lines: list[str] = []
+    once = watch.Once(lines.append)
+    for message in ("bundle missing", "bundle missing", "", "", "bundle missing", "conf gone"):
+        once(message)
+    assert lines == ["bundle missing", "bundle missing", "conf gone"]
