@@ -24,7 +24,8 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO, TypeVar
 
 from cni_delguard.guard import defaults
 from cni_delguard.node import (
@@ -42,6 +43,8 @@ from cni_delguard.node import (
 from cni_delguard.node import options as where
 from cni_delguard.node.errors import InstallerError, NoConfError
 from cni_delguard.tooling import Parser, UsageError
+
+_T = TypeVar("_T")
 
 PROG = "cni-delguard"
 # Guard keys that are paths: normalized before they are written into the conf.
@@ -321,11 +324,28 @@ def _options_waiting(
 ) -> actions.Options:
     """options(args), waiting up to `seconds` while `--layout auto` finds no layout yet (at
     boot the network plugin writes its conf after us); _StoppedError when `stop` is set first."""
+    return _waiting(lambda: options(args), layouts.NoLayoutError, seconds, say, stop)
+
+
+def _wait_for_conf(opts: actions.Options, seconds: float, say: actions.Say) -> None:
+    """At boot the network plugin writes its conf after us: wait for it, bounded."""
+    _waiting(lambda: confdir.pick(opts.conf_dir, opts.conf_file), NoConfError, seconds, say)
+
+
+def _waiting(
+    get: Callable[[], _T],
+    missing: type[Exception],
+    seconds: float,
+    say: actions.Say,
+    stop: watch.Stop | None = None,
+) -> _T:
+    """get(), retried every 0.2 s while it raises `missing`, for up to `seconds` (saying so
+    once); _StoppedError when `stop` is set first."""
     deadline, said = time.monotonic() + seconds, False
     while True:
         try:
-            return options(args)
-        except layouts.NoLayoutError as exc:
+            return get()
+        except missing as exc:
             if time.monotonic() >= deadline:
                 raise
             if not said:
@@ -334,25 +354,8 @@ def _options_waiting(
                 said = True
         if stop is None:
             time.sleep(0.2)
-        elif stop.wait(0.2) or stop.is_set():
+        elif stop.wait(0.2):
             raise _StoppedError
-
-
-def _wait_for_conf(opts: actions.Options, seconds: float, say: actions.Say) -> None:
-    """At boot the network plugin writes its conf after us: wait for it, bounded."""
-    deadline, said = time.monotonic() + seconds, False
-    while True:
-        try:
-            confdir.pick(opts.conf_dir, opts.conf_file)
-        except NoConfError as exc:
-            if time.monotonic() >= deadline:
-                raise
-            if not said:
-                say(f"{exc}; waiting (up to {seconds:g} s)")
-                said = True
-        else:
-            return
-        time.sleep(0.2)
 
 
 def _stop_event() -> watch.SignalStop:
