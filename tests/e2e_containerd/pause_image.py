@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import platform
 import subprocess
 import tarfile
 from pathlib import Path
+
+from tests.support.guard import HOST_ARCH
 
 IMAGE_REF = "localhost/delguard-e2e/pause:1"
 
@@ -31,12 +32,6 @@ int main(void) {
 }
 """
 
-_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
-
-
-def oci_arch() -> str:
-    machine = platform.machine()
-    return _ARCH.get(machine, machine)
 
 
 def compile_pause(work: Path) -> Path:
@@ -75,7 +70,7 @@ def oci_archive(pause_binary: bytes, ref: str = IMAGE_REF) -> bytes:
     """The OCI image layout tarball holding one image: /pause as its entrypoint."""
     layer = _tar_bytes({"pause": (pause_binary, 0o755)})
     config = _canonical({
-        "architecture": oci_arch(),
+        "architecture": HOST_ARCH,
         "os": "linux",
         "config": {"Entrypoint": ["/pause"], "WorkingDir": "/"},
         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(layer).hexdigest()]},
@@ -87,7 +82,7 @@ def oci_archive(pause_binary: bytes, ref: str = IMAGE_REF) -> bytes:
         "layers": [_descriptor("application/vnd.oci.image.layer.v1.tar", layer)],
     })
     entry = _descriptor("application/vnd.oci.image.manifest.v1+json", manifest)
-    entry["platform"] = {"architecture": oci_arch(), "os": "linux"}
+    entry["platform"] = {"architecture": HOST_ARCH, "os": "linux"}
     entry["annotations"] = {
         "io.containerd.image.name": ref,
         "org.opencontainers.image.ref.name": ref.rsplit(":", 1)[1],

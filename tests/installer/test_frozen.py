@@ -16,6 +16,7 @@ import time
 import pytest
 
 from tests.support import guard
+from tests.support.guard import HOST_ARCH
 
 from .conftest import MULTUS_CONF
 
@@ -52,7 +53,7 @@ def test_frozen_binary_installs_its_own_folder_and_uninstalls(node):
     r = frozen("install", *node.args())
     assert r.returncode == 0, r.stderr
     assert json.loads(path.read_text())["type"] == "cni-delguard"
-    arch = {"x86_64": "amd64", "aarch64": "arm64"}[os.uname().machine]
+    arch = HOST_ARCH
     (manifest,) = node.bin.glob(".cni-delguard-*/.delguard-manifest.json")
     assert json.loads(manifest.read_text())["arch"] == arch  # the bundle's build info
     assert f"({arch}, verified complete, runs on the node)" in r.stderr

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from cni_delguard.node import bundle
+from tests.support.guard import HOST_ARCH
 from tests.support.waiting import wait_for
 
 from .conftest import MULTUS_CONF
@@ -26,7 +27,6 @@ from .conftest import MULTUS_CONF
 REPO = Path(__file__).resolve().parents[2]
 LIST = "localhost/cni-delguard:image-test"  # the manifest list; each arch's image is LIST-<arch>
 ARCHES = ("amd64", "arm64")
-HOST_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}[os.uname().machine]
 IMAGE = f"{LIST}-{HOST_ARCH}"
 ENTRY = "/usr/lib/cni-delguard/cni-delguard"
 MAX_SIZE_MIB = 64

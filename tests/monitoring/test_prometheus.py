@@ -28,6 +28,7 @@ from cni_delguard import __version__
 from tests.installer.test_node_guarded import WatchProc
 from tests.support import guard
 from tests.support.fakes import install_fake
+from tests.support.guard import HOST_ARCH
 
 from .prometheus import Prometheus
 
@@ -142,7 +143,7 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
         prom.wait_value("cni_delguard_node_guarded", 1, BOUND)
         assert prom.value("cni_delguard_ready_code") == 0
         build = prom.query("cni_delguard_build_info")
-        assert build == {(("arch", "amd64"), ("version", __version__)): 1.0}
+        assert build == {(("arch", HOST_ARCH), ("version", __version__)): 1.0}
         assert prom.value("cni_delguard_rewraps_total") >= 1
         assert prom.value("cni_delguard_state_readable") == 1
 

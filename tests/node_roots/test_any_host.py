@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -39,12 +38,12 @@ from typing import Any
 import pytest
 
 from tests.support import guard, staticfake
+from tests.support.guard import HOST_ARCH
 from tests.support.netns import Netns, NetnsSet, ip
 from tests.support.noderoot import bound_file, needs_root, overlay, proc_mounted
 from tests.support.records import guard_log
 
 REPO = Path(__file__).resolve().parents[2]
-HOST_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}[os.uname().machine]
 CHROOT = "/usr/sbin/chroot"
 CID = "anyhost-0123456789"
 

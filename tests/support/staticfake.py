@@ -11,8 +11,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from tests.support.guard import HOST_ARCH
+
 SOURCE = Path(__file__).resolve().parents[1] / "fakes" / "static_delegate" / "main.go"
-GOARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
 def build(out: Path, goarch: str | None = None) -> Path:
@@ -23,7 +24,7 @@ def build(out: Path, goarch: str | None = None) -> Path:
     env = os.environ | {
         "CGO_ENABLED": "0",
         "GO111MODULE": "off",
-        "GOARCH": goarch or GOARCH[os.uname().machine],
+        "GOARCH": goarch or HOST_ARCH,
         "GOFLAGS": "",
     }
     subprocess.run([go, "build", "-trimpath", "-o", str(out), str(SOURCE)], env=env, check=True,
