@@ -9,7 +9,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -17,6 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.support.waiting import wait_for
 
 
 def binary() -> str:
@@ -65,7 +66,7 @@ class Prometheus:
                 stdout=out, stderr=subprocess.STDOUT,
             )
         try:
-            self.wait(self._ready, 60, "Prometheus to be ready")
+            wait_for(self._ready, "Prometheus to be ready", 60, every=0.2)
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -118,15 +119,5 @@ class Prometheus:
         return next(iter(found.values()), None)
 
     def wait_value(self, expr: str, expected: float, timeout: float = 60) -> None:
-        self.wait(lambda: self.value(expr) == expected, timeout,
-                  lambda: f"{expr} == {expected} (last: {self.value(expr)})")
-
-    @staticmethod
-    def wait(predicate: Any, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return
-            time.sleep(0.2)
-        if not predicate():
-            raise AssertionError(f"gave up waiting for {what() if callable(what) else what}")
+        wait_for(lambda: self.value(expr) == expected, f"{expr} == {expected}", timeout,
+                 every=0.2, detail=lambda: f"last: {self.value(expr)}")

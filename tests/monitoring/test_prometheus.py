@@ -29,6 +29,7 @@ from tests.installer.test_node_guarded import WatchProc
 from tests.support import guard
 from tests.support.fakes import install_fake
 from tests.support.guard import HOST_ARCH
+from tests.support.waiting import wait_for
 
 from .prometheus import Prometheus
 
@@ -76,7 +77,8 @@ class Node:
         return self.watcher.stop() if self.watcher is not None else None
 
     def metrics_port(self) -> int:
-        Prometheus.wait(lambda: "metrics: serving" in self.text(), BOUND, self.text)
+        wait_for(lambda: "metrics: serving" in self.text(), "metrics: serving", BOUND,
+                 every=0.2, detail=self.text)
         return int(re.search(r"serving http://127\.0\.0\.1:(\d+)/metrics", self.text())[1])
 
     def guarded(self) -> bool:
@@ -177,8 +179,9 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
         }
         expected = {(("command", c), ("decision", d)): float(n)
                     for (c, d), n in expected_decisions.items()}
-        prom.wait(lambda: prom.query("cni_delguard_decisions_total") == expected, BOUND,
-                  lambda: prom.query("cni_delguard_decisions_total"))
+        wait_for(lambda: prom.query("cni_delguard_decisions_total") == expected,
+                 "the decisions expected", BOUND, every=0.2,
+                 detail=lambda: str(prom.query("cni_delguard_decisions_total")))
         prom.wait_value("cni_delguard_stuck_strict_dels", 0, BOUND)
         assert prom.value("cni_delguard_deadlock_breaks_total") == 2  # lenient + released
         assert prom.value("cni_delguard_released_total") == 1
@@ -193,9 +196,9 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
         assert prom.value("process_resident_memory_bytes") > 0  # the watcher's own cost
 
         # The rules are loaded and evaluate without error; so does every dashboard query.
-        prom.wait(lambda: all(r["health"] == "ok" and not r["lastEvaluation"].startswith("0001")
-                              for g in prom.api("rules")["groups"] for r in g["rules"]),
-                  BOUND, lambda: prom.api("rules"))
+        wait_for(lambda: all(r["health"] == "ok" and not r["lastEvaluation"].startswith("0001")
+                             for g in prom.api("rules")["groups"] for r in g["rules"]),
+                 "every rule evaluated", BOUND, every=0.2, detail=lambda: str(prom.api("rules")))
         names = {r["name"] for g in prom.api("rules")["groups"] for r in g["rules"]}
         assert len(names) == 7
         for expr in dashboard_queries():
@@ -216,7 +219,7 @@ def test_clients_that_hold_the_endpoint_do_not_stall_the_guarding(node):
     hostile clients are cut off a scrape is served."""
     node.start("--metrics-address", "127.0.0.1:0", "--metrics-interval", "0.5")
     port = node.metrics_port()
-    Prometheus.wait(node.guarded, BOUND, node.text)
+    wait_for(node.guarded, "the node guarded", BOUND, every=0.2, detail=node.text)
     hostile = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]
     try:
         try:
@@ -226,7 +229,7 @@ def test_clients_that_hold_the_endpoint_do_not_stall_the_guarding(node):
         for _ in range(3):
             node.conf.write_text(MULTUS_CONF)  # multus regenerates its conf: the wrap is lost
             assert not node.guarded()
-            Prometheus.wait(node.guarded, BOUND, node.text)
+            wait_for(node.guarded, "the node guarded", BOUND, every=0.2, detail=node.text)
             for s in hostile[1:3]:
                 try:
                     s.sendall(b"G")
@@ -235,14 +238,14 @@ def test_clients_that_hold_the_endpoint_do_not_stall_the_guarding(node):
     finally:
         for s in hostile:
             s.close()
-    deadline = time.monotonic() + BOUND
-    body = b""
-    while time.monotonic() < deadline and b"cni_delguard_node_guarded 1.0" not in body:
+
+    def served() -> bool:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
             s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
             body = b"".join(iter(lambda: s.recv(65536), b""))
-        time.sleep(0.2)
-    assert b"cni_delguard_node_guarded 1.0" in body
+        return b"cni_delguard_node_guarded 1.0" in body
+
+    wait_for(served, "a scrape saying the node is guarded", BOUND, every=0.2)
     assert node.text().count("metrics:") == 1, node.text()  # serving; no traceback, no noise
     assert os.path.exists(node.bin / "cni-delguard")
 
@@ -257,17 +260,19 @@ def test_a_port_already_taken_is_one_line_and_the_node_stays_guarded(node):
     port = holder.getsockname()[1]
     try:
         node.start("--metrics-address", f"127.0.0.1:{port}", "--metrics-interval", "0.5")
-        Prometheus.wait(node.guarded, BOUND, node.text)
+        wait_for(node.guarded, "the node guarded", BOUND, every=0.2, detail=node.text)
         node.conf.write_text(MULTUS_CONF)
-        Prometheus.wait(node.guarded, BOUND, node.text)
-        Prometheus.wait(lambda: "cannot listen" in node.text(), BOUND, node.text)
+        wait_for(node.guarded, "the node guarded", BOUND, every=0.2, detail=node.text)
+        wait_for(lambda: "cannot listen" in node.text(), "cannot listen", BOUND, every=0.2,
+                 detail=node.text)
         time.sleep(2)  # several refreshes, each trying again
         said = [ln for ln in node.text().splitlines() if "metrics:" in ln]
         assert len(said) == 1, said
         assert f"cannot listen on 127.0.0.1:{port}" in said[0] and "still guarded" in said[0]
     finally:
         holder.close()
-    Prometheus.wait(lambda: "metrics: serving" in node.text(), BOUND, node.text)
+    wait_for(lambda: "metrics: serving" in node.text(), "metrics: serving", BOUND, every=0.2,
+             detail=node.text)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
         body = b"".join(iter(lambda: s.recv(65536), b""))
