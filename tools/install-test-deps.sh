@@ -15,6 +15,8 @@
 #   gcc, libc6-dev, binutils     tools/build.sh: the static launcher, readelf (packaging/)
 #   debootstrap                  node roots of other distributions (tools/make-root.sh)
 #   busybox-static               a shell for fake node roots the installer runs the plugin in
+#   qemu-user-static, binfmt-support  the arm64 build and node root under emulation
+#                                (tools/binfmt.sh, which installs them itself when run alone)
 #   prometheus                   promtool (check rules/metrics, rule unit tests) and the server the
 #                                metrics test scrapes the watcher with (its own config, port and
 #                                data dir on loopback; the package's own service is kept off)
@@ -42,6 +44,8 @@ packages=(
     binutils
     debootstrap
     busybox-static
+    qemu-user-static
+    binfmt-support
     prometheus
 )
 

@@ -16,7 +16,7 @@ tools/install-test-deps.sh
 tools/install-e2e-deps.sh
 # The installer image is built and run with Debian's buildah/podman (tools/build-image.sh).
 DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends buildah podman debootstrap runc >/dev/null
+    --no-install-recommends buildah podman runc >/dev/null
 # Debian's kubectl (trixie) for `kubectl kustomize` in the manifest tests, under .cache/.
 KUBECTL=$(tools/install-kubectl.sh)
 export KUBECTL
