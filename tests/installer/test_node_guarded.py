@@ -24,6 +24,7 @@ import pytest
 from cni_delguard.node import bundle
 from cni_delguard.node.layouts import BY_NAME
 from tests.support import guard
+from tests.support.installerproc import WatchProc, command, installer
 from tests.support.waiting import wait_for
 
 from .conftest import MULTUS_CONF, make_bundle
@@ -40,12 +41,6 @@ BOUND = 30.0  # seconds: a generous bound for "the wrap is back" on a loaded 2-c
 EVERY = 0.05  # seconds between checks: guarded() execs the plugin
 
 
-def command() -> list[str]:
-    if FROZEN:
-        return [str(guard.frozen_binary())]
-    return [sys.executable, "-m", "cni_delguard"]
-
-
 def bundle_args(tmp: Path) -> list[str]:
     """The frozen binary installs its own folder; the package needs a bundle to install."""
     if FROZEN:
@@ -54,39 +49,6 @@ def bundle_args(tmp: Path) -> list[str]:
     if not where.exists():
         make_bundle(where, "fake")
     return ["--bundle-dir", str(where)]
-
-
-def installer(node, *argv, timeout=120):
-    return subprocess.run(
-        [*command(), *argv[:1], *node.args(*argv[1:])],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-class WatchProc:
-    """`install --watch` as a process; its stdout (the container log) collected in a file."""
-
-    def __init__(self, node, tmp: Path, *extra: str) -> None:
-        self.log = tmp / f"watch-{time.monotonic_ns()}.log"
-        argv = [*command(), "install", *node.args("--watch", "--watch-interval", "0.2", *extra)]
-        with open(self.log, "w") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-
-    def text(self) -> str:
-        return self.log.read_text()
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=30)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
 
 
 @pytest.fixture
@@ -113,6 +75,11 @@ def conf_of(path: Path) -> dict | None:
 def says(w, text: str, what: str) -> None:
     """Wait until the watcher's output has `text`."""
     wait_for(lambda: text in w.text(), what, BOUND, every=EVERY, detail=w.text)
+
+
+def guarded_soon(node, path: Path, w: WatchProc) -> None:
+    """Wait until the watcher has the node guarded (again)."""
+    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
 
 
 def guarded(node, path: Path) -> bool:
@@ -151,10 +118,10 @@ def never_names_a_missing_plugin(node) -> bool:
 def test_multus_thin_rewrite_is_wrapped_again_with_the_new_content(node, watcher):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     w = watcher()
-    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
+    guarded_soon(node, path, w)
     for net in ("calico", "cilium", "flannel"):  # multus restarts three times
         multus_writes(path, MULTUS_CONF.replace("kube-ovn", net))
-        wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
+        guarded_soon(node, path, w)
         assert conf_of(path)["delegate"]["delegates"][0]["name"] == net
     assert w.text().count("wrapped 'multus'") == 4
     assert "found multus thin (multus) in 00-multus.conf" in w.text()
@@ -163,7 +130,7 @@ def test_multus_thin_rewrite_is_wrapped_again_with_the_new_content(node, watcher
 def test_multus_thick_deletes_and_recreates_its_conf_and_the_wrap_comes_back(node, watcher):
     path = node.write_conf("00-multus.conf", THICK_CONF)
     w = watcher()
-    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
+    guarded_soon(node, path, w)
     path.unlink()  # multus-thick exits
     wait_for(
         lambda: "does not exist" in w.text() or "no .conf" in w.text(),
@@ -173,7 +140,7 @@ def test_multus_thick_deletes_and_recreates_its_conf_and_the_wrap_comes_back(nod
         detail=w.text,
     )
     multus_writes(path, THICK_CONF)  # and starts again
-    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
+    guarded_soon(node, path, w)
     assert conf_of(path)["delegate"] == json.loads(THICK_CONF)
     assert "found multus thick (multus-shim) in 00-multus.conf" in w.text()
 
@@ -182,7 +149,7 @@ def test_uninstall_while_the_watcher_runs_wins_and_nothing_wraps_again(node, wat
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     original = path.read_bytes()
     w = watcher()
-    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
+    guarded_soon(node, path, w)
     r = installer(node, "uninstall")
     assert r.returncode == 0, r.stderr
     assert path.read_bytes() == original
@@ -200,16 +167,16 @@ def test_uninstall_while_the_watcher_runs_wins_and_nothing_wraps_again(node, wat
 def test_bundle_removed_under_the_watcher_is_restored(node, watcher, tmp_path):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     w = watcher()
-    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
+    guarded_soon(node, path, w)
     remove_bundle(node, tmp_path)
-    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
+    guarded_soon(node, path, w)
     assert "the guard's plugin is broken" in w.text()
 
 
 def test_a_half_deleted_bundle_is_repaired_not_trusted(node, watcher):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     w = watcher()
-    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
+    guarded_soon(node, path, w)
     version = node.bin / os.readlink(node.bin / "cni-delguard").split("/")[0]
     victims = sorted(p for p in version.rglob("*") if p.is_file())[::4]  # a quarter of the files
     for p in victims:
@@ -402,7 +369,7 @@ def test_readiness_flips_while_the_watcher_is_held_and_back_once_it_runs(node, w
 def test_uninstall_on_stop_takes_the_guard_off_when_the_pod_is_deleted(node, watcher):
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     w = watcher("--uninstall-on-stop")
-    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
+    guarded_soon(node, path, w)
     assert w.stop() == 0, w.text()
     assert path.read_text() == MULTUS_CONF
     assert os.listdir(node.bin) == []
@@ -412,7 +379,7 @@ def test_the_container_log_shows_each_wrap_and_each_del_let_through(node, watche
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     log = tmp_path / "delguard.log"
     w = watcher("--follow-log", str(log))
-    wait_for(lambda: guarded(node, path), "the node guarded", BOUND, every=EVERY, detail=w.text)
+    guarded_soon(node, path, w)
     lines = [
         {"command": "DEL", "decision": "skip", "containerID": "c1", "reason": "no evidence"},
         {"command": "ADD", "decision": "forward", "containerID": "c2"},

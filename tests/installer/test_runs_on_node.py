@@ -14,15 +14,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from tests.support.installerproc import installer
 from tests.support.noderoot import needs_root
 
 from .conftest import MULTUS_CONF, make_bundle
-from .test_node_guarded import command
-
-
-def run(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*command(), *argv], capture_output=True, text=True, timeout=120,
-                          check=False)
 
 
 def test_a_plugin_that_cannot_run_on_the_node_is_never_wrapped_in(node, tmp_path: Path) -> None:
@@ -35,7 +30,7 @@ def test_a_plugin_that_cannot_run_on_the_node_is_never_wrapped_in(node, tmp_path
     assert here.returncode == 0 and "supportedVersions" in here.stdout  # runs from here
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
 
-    r = run("install", *node.args("--bundle-dir", str(src)))
+    r = installer(node, "install", "--bundle-dir", str(src))
     assert r.returncode == 5, r.stderr
     assert r.stderr.count("\n") == 1, r.stderr
     assert f"with {node.root} as /" in r.stderr
@@ -43,9 +38,9 @@ def test_a_plugin_that_cannot_run_on_the_node_is_never_wrapped_in(node, tmp_path
     assert path.read_text() == MULTUS_CONF
 
     away.rename(shell)  # with a shell it runs there: wrapped, and ready
-    assert run("install", *node.args("--bundle-dir", str(src))).returncode == 0
-    assert run("ready", *node.args()).returncode == 0
+    assert installer(node, "install", "--bundle-dir", str(src)).returncode == 0
+    assert installer(node, "ready").returncode == 0
     shell.rename(away)  # the node loses its shell: the plugin no longer runs there
-    r = run("ready", *node.args())
+    r = installer(node, "ready")
     assert r.returncode == 12, r.stdout
     assert "`#!/bin/sh` is missing there" in r.stdout

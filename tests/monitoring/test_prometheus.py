@@ -25,10 +25,10 @@ import pytest
 import yaml
 
 from cni_delguard import __version__
-from tests.installer.test_node_guarded import WatchProc
 from tests.support import guard
 from tests.support.fakes import install_fake
 from tests.support.guard import HOST_ARCH
+from tests.support.installerproc import WatchProc
 from tests.support.waiting import wait_for
 
 from .prometheus import Prometheus
