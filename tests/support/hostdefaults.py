@@ -23,7 +23,8 @@ import ctypes
 import errno
 import os
 import stat
-import subprocess
+
+from tests.support import mounts
 
 DEFAULT_DIRS = ("var/lib/cni/delguard", "var/log/cni-delguard")  # relative to the host's root
 # What the session's tmpfs covers: a parent of each default dir that exists on a test machine.
@@ -47,8 +48,7 @@ def isolate() -> str:
     done. Idempotent. Not root: nothing is done (a guard run as another user cannot create or
     write the host's default dirs: /var/log and /var/lib are root's), and snapshot() still
     checks."""
-    if _Host.root_fd is None:
-        _Host.root_fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    _host_root()  # taken before leaving the host's namespace
     if _Host.isolated:
         return _Host.isolated
     if os.geteuid() != 0:
@@ -59,13 +59,10 @@ def isolate() -> str:
         why = os.strerror(ctypes.get_errno())
         _Host.isolated = f"NOT isolated (unshare: {why}): checked before and after each test"
         return _Host.isolated
-    subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+    mounts.mount("--make-rprivate", "/")
     for path in COVERED:
         os.makedirs(path, mode=0o755, exist_ok=True)
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "mode=0755,size=256m", "delguard-tests", path],
-            check=True,
-        )
+        mounts.mount("-t", "tmpfs", "-o", "mode=0755,size=256m", "delguard-tests", path)
     _Host.isolated = f"private mount namespace, tmpfs over {' and '.join(COVERED)}"
     return _Host.isolated
 
