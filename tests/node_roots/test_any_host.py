@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import guard, staticfake
+from tests.support import guard
 from tests.support.guard import HOST_ARCH
 from tests.support.netns import Netns, NetnsSet, ip
 from tests.support.noderoot import bound_file, needs_root, overlay, proc_mounted
@@ -109,7 +110,7 @@ def lo_up(ns: Netns) -> bool:
 
 
 @contextlib.contextmanager
-def bullseye(tmp: Path, outer: Netns, inner: Netns) -> Iterator[NodeRoot]:
+def bullseye(tmp: Path, outer: Netns, inner: Netns, fake: Path) -> Iterator[NodeRoot]:
     with overlay(template("bullseye", HOST_ARCH, "containernetworking-plugins"),
                  tmp / "bullseye") as root:
         (root / "opt/cni/bin").mkdir(parents=True)
@@ -122,12 +123,12 @@ def bullseye(tmp: Path, outer: Netns, inner: Netns) -> Iterator[NodeRoot]:
 
 
 @contextlib.contextmanager
-def no_libc(tmp: Path, outer: Netns, inner: Netns) -> Iterator[NodeRoot]:
+def no_libc(tmp: Path, outer: Netns, inner: Netns, fake: Path) -> Iterator[NodeRoot]:
     root = tmp / "no-libc"
     for d in ("opt/cni/bin", "etc/cni/net.d", "tmp", "proc", "run/netns", "var"):
         (root / d).mkdir(parents=True)
     (root / "tmp").chmod(0o1777)
-    staticfake.build(root / "opt/cni/bin/static-fake")
+    shutil.copy(fake, root / "opt/cni/bin/static-fake")
     conf = {"cniVersion": "1.0.0", "name": "static-net",
             "plugins": [{"type": "static-fake", "stateDir": "/tmp",
                          "recordFile": "/tmp/calls.jsonl"}]}
@@ -136,7 +137,7 @@ def no_libc(tmp: Path, outer: Netns, inner: Netns) -> Iterator[NodeRoot]:
 
 
 @contextlib.contextmanager
-def arm64(tmp: Path, outer: Netns, inner: Netns) -> Iterator[NodeRoot]:
+def arm64(tmp: Path, outer: Netns, inner: Netns, fake: Path) -> Iterator[NodeRoot]:
     bundle = guard.frozen_or_skip_for("arm64")
     with overlay(build_root("arm64"), tmp / "arm64") as root:
         (root / "opt/cni/bin").mkdir(parents=True)
@@ -156,9 +157,11 @@ def arm64(tmp: Path, outer: Netns, inner: Netns) -> Iterator[NodeRoot]:
 
 
 @contextlib.contextmanager
-def no_libc_no_proc(tmp: Path, outer: Netns, inner: Netns) -> Iterator[NodeRoot]:
+def no_libc_no_proc(
+    tmp: Path, outer: Netns, inner: Netns, fake: Path
+) -> Iterator[NodeRoot]:
     """The same root with no /proc either: nothing the guard or its launcher needs is there."""
-    with no_libc(tmp, outer, inner) as made:
+    with no_libc(tmp, outer, inner, fake) as made:
         made.proc = False
         yield made
 
@@ -168,14 +171,16 @@ ROOTS = {"bullseye": bullseye, "no-libc": no_libc, "no-libc-no-proc": no_libc_no
 
 
 @pytest.fixture(params=list(ROOTS))
-def node(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[NodeRoot]:
+def node(
+    request: pytest.FixtureRequest, tmp_path: Path, static_fake: Path
+) -> Iterator[NodeRoot]:
     needs_root()
     guard.frozen_or_skip()
     namespaces = NetnsSet(prefix="dgany")
     with contextlib.ExitStack() as stack:
         stack.callback(namespaces.close)
         outer, inner = namespaces.new("o"), namespaces.new("i")
-        made = stack.enter_context(ROOTS[request.param](tmp_path, outer, inner))
+        made = stack.enter_context(ROOTS[request.param](tmp_path, outer, inner, static_fake))
         if made.proc:
             stack.enter_context(proc_mounted(made.root))
         stack.enter_context(bound_file(inner.path, made.root, f"/run/netns/{inner.name}"))

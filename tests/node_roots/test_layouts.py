@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from cni_delguard.node.layouts import BY_NAME, Layout
-from tests.support import guard, staticfake
+from tests.support import guard
 from tests.support.noderoot import needs_root, proc_mounted
 from tests.support.records import fake_calls, guard_log
 
@@ -148,13 +148,10 @@ class Node:
         return path
 
 
-@pytest.fixture(scope="module")
-def fake_delegate(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return staticfake.build(tmp_path_factory.mktemp("fake") / "multus")
-
-
 @pytest.fixture(params=list(CASES))
-def node(request: pytest.FixtureRequest, tmp_path: Path, fake_delegate: Path) -> Iterator[Node]:
+def node(
+    request: pytest.FixtureRequest, tmp_path: Path, static_fake: Path
+) -> Iterator[Node]:
     needs_root()
     guard.frozen_or_skip()
     name, leave = CASES[request.param]
@@ -162,7 +159,7 @@ def node(request: pytest.FixtureRequest, tmp_path: Path, fake_delegate: Path) ->
     bin_dir = Path(leave(root))
     for d in ("/var/log", FAKE_DIR):
         mkdir(root, d)
-    (bin_dir / "multus").write_bytes(fake_delegate.read_bytes())
+    (bin_dir / "multus").write_bytes(static_fake.read_bytes())
     (bin_dir / "multus").chmod(0o755)
     made = Node(root, BY_NAME[name], bin_dir)
     made.conf.parent.mkdir(parents=True, exist_ok=True)
