@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.subjects import FROZEN
+
 CONF = """{"cniVersion":"0.3.1","name":"multus-cni-network","type":"multus",
 "kubeconfig":"/etc/cni/net.d/multus.d/multus.kubeconfig",
 "delegates":[{"cniVersion":"0.3.1","name":"NET","type":"bridge"}]}
@@ -51,11 +52,13 @@ def wrapped(path: Path) -> bool:
         return False
 
 
-def wait(predicate, timeout: float = 60.0, every: float = 0.005) -> float:
+def wait(
+    predicate, what: str = "the conf wrapped again", timeout: float = 60.0, every: float = 0.005
+) -> float:
     start = time.monotonic()
     while not predicate():
         if time.monotonic() - start > timeout:
-            raise TimeoutError("the conf was not wrapped again")
+            raise TimeoutError(f"timed out waiting for {what}")
         time.sleep(every)
     return time.monotonic() - start
 
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idle", type=float, default=60.0)
     parser.add_argument("--rewrites", type=int, default=10)
-    parser.add_argument("--bin", default=str(REPO / "dist/cni-delguard/cni-delguard"))
+    parser.add_argument("--bin", default=str(FROZEN))
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

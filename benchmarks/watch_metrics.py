@@ -27,7 +27,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from benchmarks.installer_watch import CONF, REPO, cpu_seconds, memory_kib, wait, wrapped
+from benchmarks.installer_watch import CONF, cpu_seconds, memory_kib, wait, wrapped
+from benchmarks.subjects import FROZEN
 
 ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
           "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--scrape-every", type=float, default=15.0)
-    parser.add_argument("--bin", default=str(REPO / "dist/cni-delguard/cni-delguard"))
+    parser.add_argument("--bin", default=str(FROZEN))
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         roots = {name: Path(tmp) / name for name in ("metrics", "reference")}
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         stop = threading.Event()
         try:
             started = time.monotonic()
-            wait(lambda: "metrics: serving" in outs["metrics"].read_text())
+            wait(lambda: "metrics: serving" in outs["metrics"].read_text(), "metrics: serving")
             serving_after = time.monotonic() - started
             # Start-up, the 10 MiB history read included (the first refresh comes before the bind).
             startup_cpu = cpu(procs)
