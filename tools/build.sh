@@ -143,13 +143,17 @@ freeze_here() { # OUT-DIR (gets cni-delguard/)
     mv "$work/dist/cni-delguard" "$1/cni-delguard"
 }
 
+# The files of INPUTS, NUL-separated: what the cache key digests is what the build root gets.
+input_files() {
+    git ls-files -z --cached --others --exclude-standard -- "${INPUTS[@]}"
+}
+
 # The digest of every input of a build in a given root: the cache key of its bundle.
 build_key() { # ROOT-TEMPLATE
     {
         printf 'root=%s\nepoch=%s\n' "$1" "$SOURCE_DATE_EPOCH"
         pinned_requirements
-        git ls-files -z --cached --others --exclude-standard -- "${INPUTS[@]}" |
-            sort -z | xargs -0 sha256sum
+        input_files | sort -z | xargs -0 sha256sum
     } | sha256sum | cut -c1-16
 }
 
@@ -164,8 +168,7 @@ in_namespace() { # TEMPLATE WORK VENV OUT-DIR
     mkdir -p "$root/venv" "$root/out" "$root/src"
     mount --bind "$venv" "$root/venv"
     mount --bind "$outdir" "$root/out"
-    git ls-files -z --cached --others --exclude-standard -- "${INPUTS[@]}" |
-        xargs -0 cp --parents -t "$root/src"
+    input_files | xargs -0 cp --parents -t "$root/src"
     cp /etc/resolv.conf "$root/etc/resolv.conf"
     cp "${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}" "$root/etc/delguard-build-ca.crt"
     local env=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
