@@ -1,0 +1,46 @@
+"""peers/pins.tsv: every row parses, has its module, and the module pins exactly that version."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.support import peers
+
+
+def _requires(go_mod: str) -> dict[str, str]:
+    found = dict(re.findall(r"^\s*(?:require\s+)?([\w./-]+)\s+(v[\w.+-]+)", go_mod, re.M))
+    return {module: version for module, version in found.items() if module != "go"}
+
+
+@pytest.mark.parametrize("peer", peers.all_peers(), ids=lambda p: f"{p.name}-{p.version}")
+def test_row_has_its_module_at_its_version(peer: peers.Peer) -> None:
+    go_mod = (peer.module / "go.mod").read_text(encoding="utf-8")
+    assert _requires(go_mod).get(peer.source) == peer.version, go_mod[:400]
+    tools = set(re.findall(r"^\s*(?:tool\s+)?(" + re.escape(peer.source) + r"/[\w./-]+)\s*$",
+                           go_mod, re.M))
+    assert {t.rsplit("/", 1)[1] for t in tools} == set(peer.commands), tools
+    assert (peer.module / "go.sum").is_file()
+
+
+def test_names_and_versions_are_unique() -> None:
+    keys = [(p.name, p.version) for p in peers.all_peers()]
+    assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        pytest.param("a v1 m x - -\n", None, id="one-row"),
+        pytest.param("# c\n\n  a v1 m x,y t1,t2 K=V\n", None, id="comments-lists"),
+        pytest.param("a v1 m x -\n", "5 fields", id="short-row"),
+    ],
+)
+def test_parse(text: str, error: str | None) -> None:
+    if error:
+        with pytest.raises(ValueError, match=error):
+            peers.parse(text)
+        return
+    (row,) = peers.parse(text)
+    assert row.line == "\t".join(text.split("\n")[-2].split())

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# install-peers.sh: build the real peers the suites run against (peers/pins.tsv), each once.
+#
+#   tools/install-peers.sh            every row of peers/pins.tsv
+#   tools/install-peers.sh multus     only the rows of that name
+#
+# Each row is built into a cache keyed by its name and version:
+#   ${DELGUARD_PEERS_CACHE:-/var/cache/cni-delguard/peers}/<name>-<version>/bin/<command>
+# beside `recipe`: the row and the digest of its module's go.mod and go.sum. A dir whose recipe
+# matches is not built again (a warm run takes well under a second); one whose recipe differs
+# (new tags, a new go.sum) is built again in a temp dir and swapped in. Builds are serialized by
+# a lock in the cache, so two runs at once never build one row twice or see half a dir.
+#
+# A row is built from its module, peers/<name>-<version>/ (pins.tsv says why): `go install tool`
+# with -mod=readonly, the module proxy as the machine sets it, and the checksum database on
+# (GOSUMDB must not be off; no GONOSUMDB, GONOSUMCHECK, GONOVERIFY, GOINSECURE or GOPRIVATE may
+# exempt a module). Nothing built is committed, and no source of theirs enters the repository.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+pins=$repo/peers/pins.tsv
+cache=${DELGUARD_PEERS_CACHE:-/var/cache/cni-delguard/peers}
+
+log() { printf 'install-peers: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+# The rows of pins.tsv, comments and blank lines dropped, fields joined by one tab.
+rows() {
+    awk 'BEGIN {OFS = "\t"} !/^[[:space:]]*(#|$)/ {$1 = $1; print}' "$pins"
+}
+
+check_go() {
+    command -v go >/dev/null || die "no go on PATH (the machine's Go; Debian bookworm's golang-go is too old)"
+    local v var
+    v=$(go env GOVERSION)
+    case "$v" in
+        go1.2[4-9]* | go1.[3-9][0-9]*) ;;
+        *) die "$(command -v go) is $v: the peers need Go 1.24 or later (put the machine's Go first on PATH)" ;;
+    esac
+    [ "$(go env GOSUMDB)" != off ] || die "GOSUMDB=off: the peers are only built with the checksum database on"
+    for var in GONOSUMDB GONOSUMCHECK GONOVERIFY GOINSECURE GOPRIVATE; do
+        [ -z "$(go env "$var" 2>/dev/null)" ] || die "$var is set: no module may skip checksum verification"
+    done
+}
+
+# What a row's cache dir was built from: the row itself and its module's digest.
+recipe() { # line module-dir
+    printf '%s\n' "$1"
+    (cd "$2" && sha256sum go.mod go.sum)
+}
+
+build() { # tmp module-dir tags env commands
+    local tmp=$1 module=$2 tags=$3 env=$4 commands=$5 cmd
+    local -a extra=() tagargs=()
+    [ "$env" = - ] || IFS=, read -r -a extra <<<"$env"
+    [ "$tags" = - ] || tagargs=(-tags "$tags")
+    log "go install tool in ${module#"$repo"/} ${tagargs[*]}"
+    (cd "$module" && env "${extra[@]}" GOBIN="$tmp/bin" GOFLAGS="-mod=readonly -trimpath -buildvcs=false" \
+        go install "${tagargs[@]}" tool)
+    IFS=, read -r -a cmds <<<"$commands"
+    for cmd in "${cmds[@]}"; do
+        [ -x "$tmp/bin/$cmd" ] || die "the build of ${module#"$repo"/} made no bin/$cmd"
+    done
+}
+
+install_row() { # line
+    local line=$1 name version source commands tags env
+    IFS=$'\t' read -r name version source commands tags env <<<"$line"
+    [ -n "${env:-}" ] || die "pins.tsv: row '$name $version' has fewer than 6 fields"
+    local module=$repo/peers/$name-$version dest=$cache/$name-$version want
+    [ -f "$module/go.mod" ] || die "pins.tsv: row '$name $version' has no module at ${module#"$repo"/}"
+    want=$(recipe "$line" "$module")
+    if [ -f "$dest/recipe" ] && [ "$(cat "$dest/recipe")" = "$want" ]; then
+        return 0
+    fi
+    [ -n "$go_checked" ] || { check_go; go_checked=1; }
+    local started=$SECONDS
+    tmp=$(mktemp -d "$cache/.build-$name-$version.XXXXXX")
+    build "$tmp" "$module" "$tags" "$env" "$commands"
+    printf '%s\n' "$want" >"$tmp/recipe"
+    if [ -e "$dest" ]; then
+        mv "$dest" "$dest.old.$$"
+        rm -rf "$dest.old.$$"
+    fi
+    mv "$tmp" "$dest"
+    tmp=
+    log "$name $version built in $((SECONDS - started)) s: $dest"
+}
+
+go_checked=
+tmp= # the build under way: a failed build leaves nothing behind
+trap '[ -z "$tmp" ] || rm -rf "$tmp"' EXIT
+main() {
+    [ -f "$pins" ] || die "no $pins"
+    mkdir -p "$cache"
+    exec 9>"$cache/.lock"
+    flock 9
+    local line name w
+    local -a seen=()
+    while IFS= read -r line; do
+        name=${line%%$'\t'*}
+        if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qxF "$name"; then
+            continue
+        fi
+        seen+=("$name")
+        install_row "$line"
+    done < <(rows)
+    for w in "$@"; do
+        printf '%s\n' "${seen[@]}" | grep -qxF "$w" || die "no row named $w in $pins"
+    done
+}
+
+main "$@"
