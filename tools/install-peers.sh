@@ -49,14 +49,16 @@ recipe() { # line module-dir
     (cd "$2" && sha256sum go.mod go.sum)
 }
 
-build() { # tmp module-dir tags env commands
-    local tmp=$1 module=$2 tags=$3 env=$4 commands=$5 cmd
-    local -a extra=() tagargs=()
+build() { # tmp module-dir version tags env stamp commands
+    local tmp=$1 module=$2 version=$3 tags=$4 env=$5 stamp=$6 commands=$7 cmd x ldflags=
+    local -a extra=() tagargs=() stamps=()
     [ "$env" = - ] || IFS=, read -r -a extra <<<"$env"
     [ "$tags" = - ] || tagargs=(-tags "$tags")
-    log "go install tool in ${module#"$repo"/} ${tagargs[*]}"
+    [ "$stamp" = - ] || IFS=, read -r -a stamps <<<"$stamp"
+    for x in "${stamps[@]}"; do ldflags+=" -X ${x//%v/$version}"; done
+    log "go install tool in ${module#"$repo"/} ${tagargs[*]}${ldflags}"
     (cd "$module" && env "${extra[@]}" GOBIN="$tmp/bin" GOFLAGS="-mod=readonly -trimpath -buildvcs=false" \
-        go install "${tagargs[@]}" tool)
+        go install "${tagargs[@]}" -ldflags="${ldflags# }" tool)
     IFS=, read -r -a cmds <<<"$commands"
     for cmd in "${cmds[@]}"; do
         [ -x "$tmp/bin/$cmd" ] || die "the build of ${module#"$repo"/} made no bin/$cmd"
@@ -64,9 +66,9 @@ build() { # tmp module-dir tags env commands
 }
 
 install_row() { # line
-    local line=$1 name version source commands tags env
-    IFS=$'\t' read -r name version source commands tags env <<<"$line"
-    [ -n "${env:-}" ] || die "pins.tsv: row '$name $version' has fewer than 6 fields"
+    local line=$1 name version source commands tags env stamp
+    IFS=$'\t' read -r name version source commands tags env stamp <<<"$line"
+    [ -n "${stamp:-}" ] || die "pins.tsv: row '$name $version' has fewer than 7 fields"
     local module=$repo/peers/$name-$version dest=$cache/$name-$version want
     [ -f "$module/go.mod" ] || die "pins.tsv: row '$name $version' has no module at ${module#"$repo"/}"
     want=$(recipe "$line" "$module")
@@ -76,7 +78,7 @@ install_row() { # line
     [ -n "$go_checked" ] || { check_go; go_checked=1; }
     local started=$SECONDS
     tmp=$(mktemp -d "$cache/.build-$name-$version.XXXXXX")
-    build "$tmp" "$module" "$tags" "$env" "$commands"
+    build "$tmp" "$module" "$version" "$tags" "$env" "$stamp" "$commands"
     printf '%s\n' "$want" >"$tmp/recipe"
     if [ -e "$dest" ]; then
         mv "$dest" "$dest.old.$$"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PINS = REPO / "peers" / "pins.tsv"
-FIELDS = ("name", "version", "source", "commands", "tags", "env")
+FIELDS = ("name", "version", "source", "commands", "tags", "env", "stamp")
 
 
 def cache_root() -> Path:
@@ -30,6 +30,7 @@ class Peer:
     commands: tuple[str, ...]
     tags: tuple[str, ...]
     env: tuple[str, ...]
+    stamp: tuple[str, ...]  # -X linker settings, %v the version
     line: str  # the row as install-peers.sh normalizes it (fields joined by one tab)
 
     @property
@@ -74,9 +75,9 @@ def parse(text: str) -> list[Peer]:
         fields = raw.split()
         if len(fields) != len(FIELDS):
             raise ValueError(f"pins.tsv line {number}: {len(fields)} fields, not {len(FIELDS)}")
-        name, version, source, commands, tags, env = fields
+        name, version, source, commands, tags, env, stamp = fields
         peers.append(Peer(name, version, source, _split(commands), _split(tags), _split(env),
-                          "\t".join(fields)))
+                          _split(stamp), "\t".join(fields)))
     return peers
 
 

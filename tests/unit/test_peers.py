@@ -32,9 +32,9 @@ def test_names_and_versions_are_unique() -> None:
 @pytest.mark.parametrize(
     ("text", "error"),
     [
-        pytest.param("a v1 m x - -\n", None, id="one-row"),
-        pytest.param("# c\n\n  a v1 m x,y t1,t2 K=V\n", None, id="comments-lists"),
-        pytest.param("a v1 m x -\n", "5 fields", id="short-row"),
+        pytest.param("a v1 m x - - -\n", None, id="one-row"),
+        pytest.param("# c\n\n  a v1 m x,y t1,t2 K=V p.V=%v\n", None, id="comments-lists"),
+        pytest.param("a v1 m x - -\n", "6 fields", id="short-row"),
     ],
 )
 def test_parse(text: str, error: str | None) -> None:

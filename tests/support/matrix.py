@@ -1,0 +1,106 @@
+"""The matrix: what each runtime did in each scenario, without and with the guard.
+
+Every end-to-end scenario records one row when it ends: which runtime (and its version, as the
+binary reports it), which delegate chain, which driver (CRI calls written by the test, or a real
+kubelet), the scenario, whether the guard was in front, the outcome and how long it took. Rows go
+into .cache/e2e/matrix.json (DELGUARD_E2E_CACHE moves the dir), one per key, a later run's row
+replacing an earlier one's; README's per-runtime table is rendered from that file, and a test
+fails when they disagree. The vocabularies are closed: a row outside them is refused here, not
+written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+RUNTIMES = ("containerd", "cri-o")
+DELEGATES = ("fake-stateful", "multus-thin", "multus-thick")
+DRIVERS = ("cri", "kubelet")
+SCENARIOS = (
+    "double-del",  # a pod deleted normally; the delegate forgets its state after a good DEL
+    "kill-mid-add",  # the runtime killed while ADD runs
+    "reboot",  # the node rebooted while ADD ran: netns and /run gone
+    "add-fails",  # the delegate's ADD fails at once
+    "client-deadline",  # the client (kubelet) gives up while ADD hangs
+    "completed-del-fails",  # a completed ADD whose DEL keeps failing
+    "release",  # the same, then `cni-delguard release`
+    "del-error-propagates",  # a normal pod whose delegate's DEL error must come back
+)
+OUTCOMES = (
+    "removed",  # the stale sandbox is gone (and its pod can start again)
+    "stuck",  # it cannot be removed: the deadlock
+    "error-returned",  # the delegate's DEL error reached the runtime, as it must
+    "released",  # removed after an operator's release
+)
+
+
+def path() -> Path:
+    cache = Path(os.environ.get("DELGUARD_E2E_CACHE", str(REPO / ".cache" / "e2e")))
+    return cache / "matrix.json"
+
+
+@dataclass(frozen=True)
+class Row:
+    runtime: str
+    version: str
+    delegate: str
+    scenario: str
+    guard: bool
+    outcome: str
+    seconds: float
+    driver: str = "cri"
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("runtime", RUNTIMES), ("delegate", DELEGATES),
+                              ("driver", DRIVERS), ("scenario", SCENARIOS),
+                              ("outcome", OUTCOMES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"matrix: {name} {getattr(self, name)!r} is not one of {allowed}")
+        if not self.version or not isinstance(self.guard, bool) or self.seconds < 0:
+            raise ValueError(f"matrix: bad row {self}")
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str, bool]:
+        return (self.runtime, self.version, self.delegate, self.driver, self.scenario, self.guard)
+
+
+def load(where: Path | None = None) -> list[Row]:
+    """The rows of the last matrix (none when there is no file yet)."""
+    try:
+        data = json.loads((where or path()).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    if not isinstance(data, list):
+        raise TypeError("matrix.json: not a list")
+    return [Row(**item) for item in data]
+
+
+@contextlib.contextmanager
+def _locked(target: Path) -> Iterator[None]:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(target.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def record(row: Row, where: Path | None = None) -> None:
+    """Put row into the matrix, replacing the row of the same key; atomic, serialized."""
+    target = where or path()
+    with _locked(target):
+        rows = {r.key: r for r in load(target)}
+        rows[row.key] = row
+        ordered = sorted(rows.values(), key=lambda r: r.key)
+        fd, tmp = tempfile.mkstemp(prefix=".matrix-", dir=target.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump([asdict(r) for r in ordered], out, indent=1)
+            out.write("\n")
+        os.replace(tmp, target)
