@@ -14,6 +14,8 @@ cd "$repo"
 
 tools/install-test-deps.sh
 tools/install-e2e-deps.sh
+# The real peers (multus, the runtimes, ...) of peers/pins.tsv, each built once and cached.
+tools/install-peers.sh
 # The installer image is built and run with Debian's buildah/podman (tools/build-image.sh).
 DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
     --no-install-recommends buildah podman runc >/dev/null
