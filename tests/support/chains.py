@@ -1,0 +1,68 @@
+"""A delegate chain: what sits behind the guard (where multus is on a node), as scenarios use it.
+
+The end-to-end scenarios (CRI calls written by the test, or a real kubelet) run on several
+runtimes and with several chains; the matrix's `delegate` names the chain:
+
+- "fake-stateful": tests/fakes/stale_delegate.py straight behind the guard. It fails DEL for an
+  attachment it holds no state for, as kube-ovn does behind multus without its cache.
+- "multus-thin": the real multus (thin plugin) in front of a kube-ovn-like delegate, with a small
+  Kubernetes API for the pods and network-attachment-definitions multus reads. The DEL that fails
+  must fail because of multus's own missing cache, never because of a flag in a fake.
+- "multus-thick": the real multus-shim and multus-daemon, with the same delegate and API.
+
+A scenario asks for a behaviour of the END delegate (the kube-ovn-like one) through Behaviour;
+the chain turns it into its own configs. Everything a chain starts or writes lives under the
+work dir it is given, inside the node's mount namespace where the runtime's CNI cache is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What the end delegate does; the default is a healthy delegate."""
+
+    hang: tuple[str, ...] = ()  # commands that sleep instead of answering, e.g. ("ADD",)
+    hang_seconds: int = 3600
+    fail_add: int | None = None  # the CNI error code its ADD returns
+    fail_del: int | None = None  # the code its DEL returns even when it holds state
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A pod as the API (and the runtime's CNI_ARGS) name it."""
+
+    namespace: str
+    name: str
+    uid: str
+
+
+class Chain(Protocol):
+    delegate: str  # the matrix's name for it
+
+    def start(self, bin_dir: Path, work: Path, cni_cache: Path) -> None:
+        """Put the chain's plugins into bin_dir and start what it needs (an API, a daemon).
+
+        cni_cache is the host path that is /var/lib/cni inside the node's mount namespace
+        (libcni's result cache and multus's own cache are under it)."""
+
+    def plugins(self, behaviour: Behaviour) -> list[dict[str, Any]]:
+        """The conflist's plugins for this behaviour; the first is the one the guard wraps."""
+
+    def pod_exists(self, pod: Pod, exists: bool) -> None:
+        """Create or delete the pod in the chain's API (a chain without one ignores it)."""
+
+    def calls(
+        self, command: str | None = None, container: str | None = None
+    ) -> list[dict[str, Any]]:
+        """What the end delegate was asked to do, in order (its own record)."""
+
+    def forget(self, container: str) -> None:
+        """Drop the end delegate's state for container, as a delegate that lost it would."""
+
+    def stop(self) -> None:
+        """Stop what start() started and remove what it made; safe to call twice."""
