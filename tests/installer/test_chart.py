@@ -200,6 +200,27 @@ def test_the_container_args_and_probe_are_the_clis(helm, values):
         assert c["ports"] == [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
 
 
+def test_holding_passes_none_of_the_installers_flags(helm):
+    """Every value at once, then holding: the pod runs the uninstall overlay's command, which
+    the binary parses (an installer flag would make it exit 2 on every node)."""
+    c = container(helm.render("--set", "cni.hold=true", values=values_file("everything")))
+    args = parse(c["args"])
+    assert (args.command, args.hold, args.layout) == ("uninstall", True, "k3s")
+    assert c["args"] == ["uninstall", "--root", "/host", "--hold", "--layout", "k3s"]
+    assert "ports" not in c
+    kinds = by_kind(helm.render("--set", "cni.hold=true", values=values_file("everything")))
+    assert "PodMonitor" not in kinds  # nothing to scrape; the rules and dashboard stay
+    assert {"PrometheusRule", "ConfigMap"} <= kinds.keys()
+
+
+def test_the_chart_refuses_a_cluster_older_than_the_schemas_it_is_checked_against(helm):
+    oldest = VERSIONS[0]
+    assert helm.render("--kube-version", oldest)
+    major, minor, _ = oldest.split(".")
+    err = helm.refuses("--kube-version", f"{major}.{int(minor) - 1}.0")
+    assert "incompatible with Kubernetes" in err, err
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("values", VALUES)
 def test_every_render_is_valid_against_the_kubernetes_schema(helm, values, version):

@@ -53,7 +53,9 @@ own and the extra ones passed. Call with (dict "top" $ "file" NAME "labels" MAP 
 {{- if and .Values.prometheus.enabled (not .Values.cni.hold) }}true{{ end -}}
 {{- end }}
 
-{{/* The container's arguments, as a YAML list: the command, then what the values add. */}}
+{{/* The container's arguments, as a YAML list: the command, then what the values add. Holding,
+the uninstall overlay's command alone (it replaces the installer's, extra arguments with it): the
+installer's own flags would make `uninstall` exit 2. */}}
 {{- define "cni-delguard.args" -}}
 {{- $args := list -}}
 {{- if .Values.cni.hold -}}
@@ -66,8 +68,9 @@ own and the extra ones passed. Call with (dict "top" $ "file" NAME "labels" MAP 
 {{- if .Values.cni.uninstall }}{{ $args = append $args "--uninstall-on-stop" }}{{ end -}}
 {{- with .Values.mode }}{{ $args = concat $args (list "--mode" .) }}{{ end -}}
 {{- if include "cni-delguard.serves" . }}{{ $args = concat $args (list "--metrics-address" (include "cni-delguard.metricsAddress" .)) }}{{ end -}}
+{{- $args = concat $args .Values.extraArgs -}}
 {{- end -}}
-{{- toYaml (concat $args .Values.extraArgs) -}}
+{{- toYaml $args -}}
 {{- end }}
 
 {{/* The readiness probe's command: `ready` (or, holding, `ready --uninstalled`) on the same root and layout. */}}
