@@ -9,6 +9,7 @@ or written, and nothing here needs the network or a cluster: lint, template, pac
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 from dataclasses import dataclass
@@ -65,15 +66,22 @@ class Helm:
         argv = ["template", RELEASE, str(chart), "--namespace", namespace, *args]
         if values is not None:
             argv += ["--values", str(values)]
-        r = self.run(*argv)
-        assert r.returncode == 0, f"helm {self.version} {' '.join(argv)}:\n{r.stderr}"
-        return [d for d in yaml.safe_load_all(r.stdout) if d is not None]
+        return [d for d in yaml.safe_load_all(_rendered(self, tuple(argv))) if d is not None]
 
     def refuses(self, *args: str, chart: Path | str = CHART) -> str:
         """`helm template` with ARGS fails: its stderr."""
         r = self.run("template", RELEASE, str(chart), "--namespace", NAMESPACE, *args)
         assert r.returncode != 0, f"helm {self.version} rendered {args}:\n{r.stdout[:2000]}"
         return r.stderr
+
+
+@functools.cache
+def _rendered(helm: Helm, argv: tuple[str, ...]) -> str:
+    """One `helm template` per helm and arguments in a session (the files it reads do not
+    change while the tests run); each caller parses its own copy of the objects."""
+    r = helm.run(*argv)
+    assert r.returncode == 0, f"helm {helm.version} {' '.join(argv)}:\n{r.stderr}"
+    return r.stdout
 
 
 def by_kind(docs: list[dict]) -> dict[str, dict]:
