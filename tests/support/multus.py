@@ -207,7 +207,7 @@ class MultusThin(_Base):
     def plugins(self, behaviour: Behaviour) -> list[dict[str, Any]]:
         assert self.kube_ovn is not None and self.kubeconfig is not None
         self.kube_ovn.behave(behaviour)
-        conf: dict[str, Any] = {"type": "multus", "logLevel": "verbose", "logFile": str(self.log),
+        conf: dict[str, Any] = {"type": "multus", "logLevel": "debug", "logFile": str(self.log),
                                 "logToStderr": False, "kubeconfig": str(self.kubeconfig)}
         if self.form is Thin.INLINE:
             conf["delegates"] = [self.kube_ovn.conflist()]
