@@ -203,6 +203,9 @@ class MultusThin(_Base):
         assert self.api is not None
         self.kubeconfig = self.api.kubeconfig(work / "multus.kubeconfig")
         self.log = work / "multus.log"
+        # Made here: multus's logger (lumberjack) creates a missing log file with O_TRUNC, so
+        # DELs run at once against a fresh node would truncate each other's first lines.
+        self.log.touch()
 
     def plugins(self, behaviour: Behaviour) -> list[dict[str, Any]]:
         assert self.kube_ovn is not None and self.kubeconfig is not None
@@ -337,15 +340,18 @@ class MultusThick(_Base):
         return [{k: v for k, v in conf.items() if k not in ("name", "cniVersion")}]
 
     def requests(self, command: str, container: str | None = None) -> int:
-        """CNI requests the daemon received (its own log: one 'starting CNI request' line each,
-        pkg/server/server.go HandleCNIRequest), of one command and optionally one container."""
+        """CNI requests the daemon received, of one command and optionally one container: its own
+        log's 'DEL starting CNI request ContainerID:"..."' messages (pkg/server/server.go
+        HandleCNIRequest). Counted in the whole text: multus writes a line's time, message and
+        newline in three writes, which requests served at once interleave."""
         try:
-            lines = self.log.read_text(errors="replace").splitlines()
+            text = self.log.read_text(errors="replace")
         except FileNotFoundError:
             return 0
-        wanted = f"{command} starting CNI request"
-        return sum(1 for line in lines if wanted in line and
-                   (container is None or f'ContainerID:"{container}"' in line))
+        wanted = f"{command} starting CNI request "
+        if container is not None:
+            wanted += f'ContainerID:"{container}" '
+        return text.count(wanted)
 
     def stop(self) -> None:
         self.stop_daemon()
