@@ -14,7 +14,8 @@ DELs each, so load from other work falls on both alike. Per subject it prints:
   'DEL starting CNI request' lines; thin: the multus processes' 'CmdDel' lines), kube-ovn's DEL
   execs, the API server's pod GETs;
 - the time per DEL as the runtime sees it (median, p90, mean; fork to exit, nsenter included);
-- thick: the daemon's CPU time (utime + stime from /proc) spent on the storm, per DEL.
+- thick: the daemon's CPU time spent on the storm, per DEL: its own (utime + stime from /proc)
+  and its delegates' (cutime + cstime: the kube-ovn execs it ran and reaped).
 
 A third subject, `kube_ovn_alone`, execs the kube-ovn fake with its own conflist and no multus:
 the fake is a Python process (a real kube-ovn is a Go binary and an RPC), so this is the share of
@@ -39,17 +40,19 @@ from tests.support.multusnode import FORMS, MultusNode, Sandbox
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(its own utime + stime, its reaped children's cutime + cstime) in seconds."""
     with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+    own = (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return own, (int(fields[13]) + int(fields[14])) / CLK_TCK
 
 
-def daemon_cpu(bench: MultusNode) -> float:
+def daemon_cpu(bench: MultusNode) -> tuple[float, float]:
     chain = bench.chain
     if isinstance(chain, MultusThick) and chain.daemon is not None:
         return cpu_seconds(chain.daemon.pid)
-    return 0.0
+    return 0.0, 0.0
 
 
 class Subject:
@@ -58,7 +61,7 @@ class Subject:
         self.ms: list[float] = []
         self.failures = 0
         self.multus_dels = self.kube_ovn_dels = self.api_gets = 0
-        self.daemon_cpu_s = 0.0
+        self.daemon_cpu_s = self.children_cpu_s = 0.0
 
     def round(self, bench: MultusNode, boxes: list[Sandbox], pool: ThreadPoolExecutor) -> None:
         api, kube_ovn = bench.chain.api, bench.chain.kube_ovn
@@ -78,7 +81,9 @@ class Subject:
         self.multus_dels += bench.multus_dels() - dels0
         self.kube_ovn_dels += len(kube_ovn.calls("DEL")) - kube0
         self.api_gets += api.count("GET", "pods") - gets0
-        self.daemon_cpu_s += daemon_cpu(bench) - cpu0
+        own, children = daemon_cpu(bench)
+        self.daemon_cpu_s += own - cpu0[0]
+        self.children_cpu_s += children - cpu0[1]
 
     def report(self, thick: bool) -> dict[str, Any]:
         ms = sorted(self.ms)
@@ -91,6 +96,7 @@ class Subject:
         }
         if thick:
             out["daemon_cpu_ms_per_del"] = round(1000 * self.daemon_cpu_s / len(ms), 3)
+            out["daemon_children_cpu_ms_per_del"] = round(1000 * self.children_cpu_s / len(ms), 3)
         return out
 
 
