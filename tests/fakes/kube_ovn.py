@@ -46,6 +46,8 @@ import sys
 import time
 from typing import Any
 
+from tests.support.records import append_jsonl
+
 SUPPORTED = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]  # kube-ovn: version.All
 
 
@@ -54,13 +56,6 @@ class CNIError(Exception):
         super().__init__(msg)
         self.code, self.msg, self.details = code, msg, details
 
-
-def _append(record: str, entry: dict[str, Any]) -> None:
-    fd = os.open(record, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (json.dumps(entry) + "\n").encode())
-    finally:
-        os.close(fd)
 
 
 def load_conf(raw: str) -> dict[str, Any]:
@@ -160,14 +155,14 @@ def main(settings_path: str) -> None:
     base = {"command": command, "containerID": os.environ.get("CNI_CONTAINERID", ""),
             "ifname": os.environ.get("CNI_IFNAME", ""), "netns": os.environ.get("CNI_NETNS", ""),
             "args": os.environ.get("CNI_ARGS", ""), "pid": os.getpid()}
-    _append(settings["recordFile"], base | {"phase": "start", "stdin": stdin})
+    append_jsonl(settings["recordFile"], base | {"phase": "start", "stdin": stdin})
     version = stdin.get("cniVersion", "0.3.1") if isinstance(stdin, dict) else "0.3.1"
     try:
         out, rc = run(command, raw, settings), 0
     except CNIError as exc:
         body = {"cniVersion": version, "code": exc.code, "msg": exc.msg, "details": exc.details}
         out, rc = json.dumps(body), 1
-    _append(settings["recordFile"], base | {"phase": "end", "rc": rc, "stdout": out})
+    append_jsonl(settings["recordFile"], base | {"phase": "end", "rc": rc, "stdout": out})
     sys.stdout.write(out)
     sys.stdout.flush()
     sys.exit(rc)
