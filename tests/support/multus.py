@@ -19,15 +19,17 @@ conf.go, pkg/k8sclient/k8sclient.go, pkg/server/api/shim.go) and shown by tests/
 - A delegate loaded from a conflist FILE PATH (clusterNetwork as a path: thick always) keeps two
   copies: the libcni list with every plugin's raw bytes, which ADD uses (multus.go:311-312), and
   `Bytes`, the list re-marshalled from CNI's typed PluginConf, which drops every key the type does
-  not know (conf.go:105): `server_socket` too. DEL and CHECK use `Bytes` (multus.go:355), from the
-  cache (which saved `Bytes`) or rebuilt: EVERY DEL reaches kube-ovn without `server_socket`,
-  with or without multus's cache (upstream issue 1449, fixed after v4.3.0 by PR 1521).
+  not know (conf.go:105): `server_socket` too. DEL and CHECK use `Bytes` (multus.go:585, 355),
+  from the cache (which saved `Bytes`) or rebuilt: EVERY DEL reaches kube-ovn without
+  `server_socket`, with or without multus's cache (upstream issue 1449, fixed after v4.3.0 by
+  PR 1521).
 - A delegate given inline or by name (thin as its entrypoint writes it) keeps its raw bytes on
-  every path: no DEL loses `server_socket`. A DEL without a cache (multus.go:1061-1089) calls no
+  every path: no DEL loses `server_socket`. A DEL without a cache (multus.go:1062-1089) calls no
   delegate when the pod is gone from the API or has another UID, or there is no kubeconfig, and
   calls kube-ovn with its full config when the pod is still there.
 - Thick: the shim returns success for every DEL and only logs the daemon's error (shim.go:69-76),
-  while every DEL still costs the daemon a request, an API lookup and a delegate exec.
+  while every DEL still costs the daemon a request, a pod lookup (its informer's cache) and a
+  delegate exec.
 
 Everything a chain makes lives under its work dir; the daemon runs in the node's mount namespace
 (`enter`: the argv prefix that enters it, e.g. tests/support/nodens.NodeNS.enter), where
@@ -53,7 +55,7 @@ from tests.support.chains import Behaviour, Pod
 from tests.support.fakes import install_kube_ovn
 from tests.support.kubeapi import KubeAPI
 from tests.support.records import matching, read_jsonl
-from tests.support.waiting import wait_for
+from tests.support.waiting import descendants, wait_for
 
 VERSION = "v4.3.0"
 CNI_VERSION = "0.3.1"  # kube-ovn's conflist and Cozystack's daemon-config.json
@@ -316,6 +318,10 @@ class MultusThick(_Base):
         if self.daemon is None:
             return
         if self.daemon.poll() is None:
+            # Delegates it still runs (a kube-ovn told to hang) would outlive it: end them first.
+            for child in descendants(self.daemon.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)
             self.daemon.send_signal(signal.SIGTERM)
             try:
                 self.daemon.wait(timeout=30)
