@@ -11,12 +11,15 @@ difference to what kube-ovn gets.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pytest
 
+from tests.support.chains import Behaviour
 from tests.support.cnitool import Outcome
 from tests.support.multusnode import MultusNode, Sandbox
+from tests.support.waiting import descendants, wait_for, wait_gone
 
 pytestmark = pytest.mark.netns
 MISSING = "server_socket is required in cni.conf"
@@ -110,3 +113,22 @@ def test_thin_inline_fails_only_while_kube_ovns_daemon_is_down(mnode: MultusNode
     out = mnode.cnitool("del", net, box)
     assert out.rc == 0, out.describe()
     assert [c["rc"] for c in kube_ovn_dels(mnode, box)] == [1, 1, 0]
+
+
+@pytest.mark.parametrize("mnode", ["thick"], indirect=True)
+def test_thick_stop_ends_a_delegate_the_daemon_still_runs(mnode: MultusNode) -> None:
+    """A kube-ovn that hangs (Behaviour.hang) is the daemon's child: stopping the chain's daemon
+    ends it too, and the shim's DEL, its daemon gone, still answers 0 (shim.go:69-76)."""
+    net = mnode.network(guard=False, behaviour=Behaviour(hang=("DEL",)))
+    box = mnode.sandbox()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(mnode.exec_plugin, "DEL", net, box)
+        wait_for(lambda: mnode.chain.calls("DEL", box.cid), "kube-ovn to be asked to DEL")
+        daemon = mnode.thick.daemon
+        assert daemon is not None
+        hanging = descendants(daemon.pid)
+        assert hanging, "the daemon runs kube-ovn"
+        mnode.thick.stop_daemon()
+        wait_gone(hanging, "the hanging kube-ovn to be ended with the daemon")
+        out = pending.result(timeout=120)
+    assert out.rc == 0, out.describe()
