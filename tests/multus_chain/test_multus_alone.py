@@ -117,18 +117,21 @@ def test_thin_inline_fails_only_while_kube_ovns_daemon_is_down(mnode: MultusNode
 
 @pytest.mark.parametrize("mnode", ["thick"], indirect=True)
 def test_thick_stop_ends_a_delegate_the_daemon_still_runs(mnode: MultusNode) -> None:
-    """A kube-ovn that hangs (Behaviour.hang) is the daemon's child: stopping the chain's daemon
-    ends it too, and the shim's DEL, its daemon gone, still answers 0 (shim.go:69-76)."""
-    net = mnode.network(guard=False, behaviour=Behaviour(hang=("DEL",)))
+    """A kube-ovn whose daemon RPC hangs (Behaviour.hang, on ADD: in thick a DEL's config fails
+    kube-ovn's check before any RPC) is the daemon's child: stopping the chain's daemon ends it
+    too, and the shim's ADD fails rather than hanging on."""
+    net = mnode.network(guard=False, behaviour=Behaviour(hang=("ADD",)))
     box = mnode.sandbox()
     with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(mnode.exec_plugin, "DEL", net, box)
-        wait_for(lambda: mnode.chain.calls("DEL", box.cid), "kube-ovn to be asked to DEL")
+        pending = pool.submit(mnode.exec_plugin, "ADD", net, box)
+        wait_for(lambda: mnode.chain.calls("ADD", box.cid), "kube-ovn to be asked to ADD")
         daemon = mnode.thick.daemon
         assert daemon is not None
         hanging = descendants(daemon.pid)
-        assert hanging, "the daemon runs kube-ovn"
+        assert hanging, "the daemon runs kube-ovn, which hangs"
         mnode.thick.stop_daemon()
         wait_gone(hanging, "the hanging kube-ovn to be ended with the daemon")
         out = pending.result(timeout=120)
-    assert out.rc == 0, out.describe()
+    assert out.rc != 0, out.describe()
+    assert mnode.chain.kube_ovn is not None
+    assert mnode.chain.kube_ovn.calls("ADD", box.cid, phase="end") == [], "it never answered"
