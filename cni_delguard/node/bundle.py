@@ -186,9 +186,10 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
     The one way the installer, `ready` and `doctor` ask a plugin whether it runs.
 
     They ask as the runtime would run it: with the node's root as / (a chroot into `root`), so
-    the plugin meets the node's own loader, C library and `#!` interpreters, never those of the
-    image this process runs from (a plugin that runs here may not run on the node at all). `path`
-    is as seen from here, under `root`."""
+    the plugin meets the node's own loader, C library, /etc/ld.so.preload and `#!` interpreters,
+    never those of the image this process runs from (a plugin that runs here may not run on the
+    node at all), and with the runtime's own environment where it can be read (its LD_PRELOAD,
+    say: runtime_environment). `path` is as seen from here, under `root`."""
     import subprocess
 
     on_node = node_path(root, path)
@@ -198,7 +199,7 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
     try:
         r = subprocess.run(
             [on_node],
-            env={"CNI_COMMAND": "VERSION"},
+            env={**runtime_environment(root), "CNI_COMMAND": "VERSION"},
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=_PROBE_TIMEOUT,
@@ -222,6 +223,35 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
         said = _one_line(r.stderr) or _one_line(r.stdout)
         return None, f"{on_node} does not answer VERSION{where} (exit {r.returncode}): {said}"
     return versions, ""
+
+
+# The processes that exec CNI plugins, by their comm: a plugin inherits their environment.
+RUNTIMES = ("containerd", "crio")
+_MAX_ENVIRON = 256 * 1024
+
+
+def runtime_environment(root: str = "/") -> dict[str, str]:
+    """The environment of the node's runtime (the lowest PID whose comm is in RUNTIMES), read
+    from the node's /proc (`root`/proc: the DaemonSet mounts the host's / at /host, its /proc
+    with it), so that a probe runs the plugin as the runtime will, LD_PRELOAD and all. {} when no
+    runtime is found or its environment cannot be read (no /proc, another PID namespace, a
+    process of another user)."""
+    proc = os.path.join(root, "proc")
+    try:
+        pids = sorted(int(n) for n in os.listdir(proc) if n.isdigit())
+    except OSError:
+        return {}
+    for pid in pids:
+        try:
+            comm = fsutil.read_regular(None, f"{proc}/{pid}/comm", 64).data.strip()
+            if comm.decode(errors="replace") not in RUNTIMES:
+                continue
+            raw = fsutil.read_regular(None, f"{proc}/{pid}/environ", _MAX_ENVIRON).data
+        except (OSError, ValueError):
+            continue
+        pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+        return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+    return {}
 
 
 def node_path(root: str, path: str) -> str | None:
