@@ -26,9 +26,11 @@
  *    (getauxval(AT_EXECFN): a runtime's full path, a PATH search's result, a relative path, a
  *    symlink), resolved; argv[0] only as the last resort (a caller may pass any argv[0]).
  * 3. The variables the loader would act on for the guard, moved aside (LD_PRELOAD, LD_AUDIT: a
- *    host's preload built for a newer glibc stops the bundle's 2.36 loader; LOCPATH set to the
- *    bundle, so no host locale file is read), each recorded in _DELGUARD_RESTORE and, when the
- *    runtime had set it, in _DELGUARD_ORIG_<NAME>; the bundle's runtime hook
+ *    host's preload built for a newer glibc stops the bundle's 2.36 loader), and LC_ALL set to
+ *    C, the one locale glibc has built in without looking for files first (C.UTF-8 it looks up
+ *    in the host's locale dirs and gconv cache): no host locale file or gconv module is read, and
+ *    the guard runs as on a node without LANG. Each is recorded in _DELGUARD_RESTORE and, when
+ *    the runtime had set it, in _DELGUARD_ORIG_<NAME>; the bundle's runtime hook
  *    (packaging/rthooks/pyi_rth_delguard_env.py) puts every one back as the runtime gave it
  *    before any of the guard's code runs, so the delegate gets exactly the runtime's
  *    environment, LD_PRELOAD included.
@@ -350,7 +352,7 @@ int main(int argc, char **argv)
     }
     if (set_aside("LD_PRELOAD", NULL, restore, sizeof restore) < 0 ||
         set_aside("LD_AUDIT", NULL, restore, sizeof restore) < 0 ||
-        set_aside("LOCPATH", libdir, restore, sizeof restore) < 0 ||
+        set_aside("LC_ALL", "C", restore, sizeof restore) < 0 ||
         setenv(RESTORE_VAR, restore, 1) < 0 || setenv("_PYI_ARCHIVE_FILE", program, 1) < 0 ||
         setenv("_PYI_PARENT_PROCESS_LEVEL", "-1", 1) < 0 ||
         setenv("_PYI_LINUX_PROCESS_NAME", NAME, 1) < 0) {
