@@ -13,13 +13,12 @@ delegate (invoke/spawn.py).
 from __future__ import annotations
 
 import errno
-import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import Bench, attachment_files
+from tests.reliability.harness import Bench, add_then_del_reach_the_delegate
 from tests.reliability.seccomp_deny import PIDFD_OPEN
 from tests.reliability.test_kernel_floor import HELPER as SECCOMP
 
@@ -45,14 +44,5 @@ def sigchld(request: pytest.FixtureRequest, bench: Bench) -> str:
 
 
 def test_add_then_del_reach_the_delegate(bench: Bench, sigchld: str) -> None:
-    conf = bench.conf()
-    add = bench.run("ADD", conf)
-    assert add.rc == 0, add.describe()
-    assert "code" not in json.loads(add.stdout), add.describe()
-    assert add.wall_s < ADD_TIMEOUT / 2, add.describe()
-    assert bench.fake_holds()
-    delete = bench.run("DEL", conf)
-    assert (delete.rc, delete.stdout) == (0, b""), delete.describe()
-    assert [r["command"] for r in bench.records()] == ["ADD", "DEL"]
-    assert not bench.fake_holds()
-    assert attachment_files(bench.entries(), "c1") == []
+    add = add_then_del_reach_the_delegate(bench)
+    assert add.wall_s < ADD_TIMEOUT / 2, add.describe()  # woken by the delegate's exit

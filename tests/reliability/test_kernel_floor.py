@@ -14,7 +14,6 @@ behind the filter failed with code 11, "cannot watch delegate ...; it was killed
 from __future__ import annotations
 
 import errno
-import json
 import os
 import signal
 import subprocess
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import Bench, attachment_files
+from tests.reliability.harness import Bench, add_then_del_reach_the_delegate, attachment_files
 from tests.reliability.procs import Gates, is_dead, wait_dead
 from tests.reliability.seccomp_deny import CLONE3, CLOSE_RANGE, PIDFD_OPEN
 from tests.support.waiting import wait_for
@@ -77,20 +76,7 @@ def test_the_filter_takes_the_calls_away() -> None:
 
 
 def test_add_then_del_reach_the_delegate(bench: Bench, kernel: str) -> None:
-    conf = bench.conf()
-    add = bench.run("ADD", conf)
-    assert add.rc == 0, add.describe()
-    result = json.loads(add.stdout)
-    assert "code" not in result and result.get("cniVersion") == "1.0.0", add.describe()
-    assert bench.fake_holds()
-    delete = bench.run("DEL", conf)
-    assert (delete.rc, delete.stdout) == (0, b""), delete.describe()
-    assert [r["command"] for r in bench.records()] == ["ADD", "DEL"]
-    assert not bench.fake_holds()
-    assert attachment_files(bench.entries(), "c1") == []
-    assert [line["decision"] for line in bench.log_lines() if line["command"] == "DEL"] == [
-        "forward-strict"
-    ]
+    add_then_del_reach_the_delegate(bench)
 
 
 def test_delegate_timeout_kills_it(bench: Bench, kernel: str) -> None:
