@@ -32,7 +32,7 @@ INTEGRATION_DIRS = tuple(
     )
 )
 # Markers that by themselves mean root and the host's namespaces, wherever the test lives.
-ROOT_MARKERS = ("netns", "containerd", "image")
+ROOT_MARKERS = ("netns", "containerd", "image", "build")
 OPT_IN = (
     "integration suite: set DELGUARD_INTEGRATION=1 (tools/test.sh does) or select it with "
     "-m integration"
