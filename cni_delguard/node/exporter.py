@@ -36,6 +36,7 @@ class Plan:
     log_file: str  # the guard's decision log, as seen from here ('' when there is none)
     counts: watch.Counts  # what the watch loop did
     stuck_after: float | None = None  # None: the doctor's threshold
+    interval: float = 15.0  # seconds between refreshes (--metrics-interval)
 
 
 FeedFactory = Callable[[Plan], Feed]
