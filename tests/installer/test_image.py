@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 
 from cni_delguard.node import bundle
 from tests.support.guard import HOST_ARCH
-from tests.support.image import podman, podman_run
+from tests.support.image import IMAGE_TESTS, podman, podman_run
 from tests.support.waiting import wait_for
 
 from .conftest import MULTUS_CONF
@@ -32,14 +31,7 @@ IMAGE = f"{LIST}-{HOST_ARCH}"
 ENTRY = "/usr/lib/cni-delguard/cni-delguard"
 MAX_SIZE_MIB = 64
 
-pytestmark = [
-    pytest.mark.image,
-    pytest.mark.skipif(os.geteuid() != 0, reason="buildah and podman need root here"),
-    pytest.mark.skipif(
-        not all(shutil.which(t) for t in ("buildah", "podman", "debootstrap", "runc")),
-        reason="needs buildah, podman, debootstrap and runc",
-    ),
-]
+pytestmark = IMAGE_TESTS
 
 
 @pytest.fixture(scope="module")

@@ -41,7 +41,7 @@ import yaml
 
 from tests.monitoring.prometheus import free_port
 from tests.support.guard import HOST_ARCH
-from tests.support.image import LIMITS, pod_options, podman
+from tests.support.image import IMAGE_TESTS, LIMITS, pod_options, podman
 from tests.support.noderoot import VERSION_ANSWER, shell_plugin, with_shell
 from tests.support.nodestate import log_lines, marker
 from tests.support.waiting import wait_for
@@ -64,14 +64,7 @@ FINDER = re.compile(r"\$\((kubectl [^)]*)\)")
 # never allowed).
 OK_CODES = {"doctor": {0, 1}, "ready": {0, 10, 11, 12, 13}}
 
-pytestmark = [
-    pytest.mark.image,
-    pytest.mark.skipif(os.geteuid() != 0, reason="buildah and podman need root here"),
-    pytest.mark.skipif(
-        not all(shutil.which(t) for t in ("buildah", "podman", "debootstrap", "runc")),
-        reason="needs buildah, podman, debootstrap and runc",
-    ),
-]
+pytestmark = IMAGE_TESTS
 
 
 def runbook_section() -> str:

@@ -5,9 +5,22 @@ run the plugin in the node's root). Shared by tests/installer/test_image.py and 
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from typing import Any
 
+import pytest
+
+# Every test that builds and runs the image: marked `image`, and skipped where it cannot run.
+IMAGE_TESTS = [
+    pytest.mark.image,
+    pytest.mark.skipif(os.geteuid() != 0, reason="buildah and podman need root here"),
+    pytest.mark.skipif(
+        not all(shutil.which(t) for t in ("buildah", "podman", "debootstrap", "runc")),
+        reason="needs buildah, podman, debootstrap and runc",
+    ),
+]
 # The host dirs the DaemonSet mounts writable over the read-only /host (installer/kustomize/base).
 WRITABLE = ("opt/cni/bin", "etc/cni/net.d", "var/lib/cni", "var/log/cni-delguard")
 
