@@ -170,7 +170,7 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
         # The values are current: read from the node within the last intervals.
         assert prom.value("cni_delguard_refresh_interval_seconds") == 0.5
         assert prom.value("cni_delguard_refresh_errors_total") == 0
-        prom.wait_value("time() - cni_delguard_last_refresh_timestamp_seconds < 5", 1, BOUND)
+        prom.wait_value("time() - cni_delguard_last_refresh_timestamp_seconds < bool 5", 1, BOUND)
 
         # A stale DEL: nothing was ever added, the guard answers without the delegate.
         assert node.cni("DEL", "net-a", stale, "stale1") == (0, None)
