@@ -42,5 +42,8 @@ RUN installer/stage-rootfs.sh /src/dist/cni-delguard /rootfs
 
 FROM ${RUNTIME}
 COPY --from=build /rootfs/ /
+# `kubectl exec POD -- cni-delguard doctor --root /host` as the runbooks write it: the image has no
+# shell and no other program, so the binary's folder is the whole PATH.
+ENV PATH=/usr/lib/cni-delguard
 ENTRYPOINT ["/usr/lib/cni-delguard/cni-delguard"]
 CMD ["install", "--watch", "--root", "/host"]

@@ -20,6 +20,8 @@
 #   prometheus                   promtool (check rules/metrics, rule unit tests) and the server the
 #                                metrics test scrapes the watcher with (its own config, port and
 #                                data dir on loopback; the package's own service is kept off)
+#   prometheus-alertmanager      amtool: the runbooks' silence commands are run against a real
+#                                Alertmanager (its own port and data dir; its service kept off)
 #
 # Then the node roots the tests install into: Debian bullseye (glibc 2.31) with its own
 # containernetworking-plugins (tools/make-root.sh, cached across runs in /var/cache/cni-delguard).
@@ -48,6 +50,7 @@ packages=(
     binfmt-support
     prometheus
     openssl
+    prometheus-alertmanager
 )
 
 log() { printf 'install-test-deps: %s\n' "$*" >&2; }
@@ -68,15 +71,16 @@ if [ "${#todo[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${todo[@]}" >/dev/null
-    if printf '%s\n' "${todo[@]}" | grep -qx prometheus; then
-        # The tests start their own server; the package's service must not run beside them.
+    for service in prometheus prometheus-alertmanager; do
+        printf '%s\n' "${todo[@]}" | grep -qx "$service" || continue
+        # The tests start their own servers; the packages' services must not run beside them.
         if [ -d /run/systemd/system ]; then
-            systemctl disable --now prometheus.service >/dev/null 2>&1 || true
-        elif [ -x /etc/init.d/prometheus ]; then
-            /etc/init.d/prometheus stop >/dev/null 2>&1 || true
-            update-rc.d prometheus disable >/dev/null 2>&1 || true
+            systemctl disable --now "$service.service" >/dev/null 2>&1 || true
+        elif [ -x "/etc/init.d/$service" ]; then
+            "/etc/init.d/$service" stop >/dev/null 2>&1 || true
+            update-rc.d "$service" disable >/dev/null 2>&1 || true
         fi
-    fi
+    done
 else
     log "all Debian packages present"
 fi

@@ -35,8 +35,9 @@ def run(ctx: Context, data: bytes) -> bytes:
         with AttachmentLock(lock_file, settings.lock_timeout) as lock:
             markers.write(key, marker.ATTEMPTED, ctx.inv.container_id, ctx.inv.ifname)
             markers.drop_release(key)  # an operator released the ADD this one replaces
+            fields: dict[str, object] = {}  # the delegate's exit and time, for the log line
             try:
-                result, fields = _delegate_add(ctx, conf, settings, path, markers, key)
+                result = _delegate_add(ctx, conf, settings, path, markers, key, fields)
             except errors.CniError as exc:
                 cleaned = _cleanup(ctx, conf, settings, path)
                 if cleaned:
@@ -49,6 +50,7 @@ def run(ctx: Context, data: bytes) -> bytes:
                     reason="delegate ADD failed; delegate DEL "
                     + ("succeeded, marker removed" if cleaned else "failed, marker kept"),
                     error={"code": exc.code, "msg": exc.msg},
+                    **fields,
                 )
                 raise
             _complete(ctx, markers, key, settings, fields)
@@ -62,9 +64,11 @@ def _delegate_add(
     path: str,
     markers: store.MarkerStore,
     key: str,
-) -> tuple[bytes, dict[str, object]]:
-    """The delegate's result bytes, unchanged, once checked to be a JSON object, and the
-    fields its call adds to the decision's log line."""
+    fields: dict[str, object],
+) -> bytes:
+    """The delegate's result bytes, unchanged, once checked to be a JSON object; `fields` gets
+    what its call adds to the decision's log line (failed or not: the watcher's metrics fold
+    the delegate's time and failures from it)."""
     from cni_delguard.invoke import delegate
 
     def remember_session(pid: int) -> None:
@@ -88,10 +92,8 @@ def _delegate_add(
         settings.timeouts["add"],
         on_spawn=remember_session,
     )
-    fields: dict[str, object] = {
-        "delegateExit": outcome.exit_status,
-        "delegateMs": round(outcome.duration_ms, 1),
-    }
+    fields["delegateExit"] = outcome.exit_status
+    fields["delegateMs"] = round(outcome.duration_ms, 1)
     if not outcome.ok:
         raise delegate.error_from(outcome, settings.delegate_type, "ADD")
     try:
@@ -104,7 +106,7 @@ def _delegate_add(
             f"delegate {settings.delegate_type} succeeded on ADD but printed no JSON result",
             outcome.stdout[:512].decode("utf-8", "replace"),
         )
-    return outcome.stdout, fields
+    return outcome.stdout
 
 
 def _cleanup(ctx: Context, conf: dict[str, Any], settings: Settings, path: str) -> bool:

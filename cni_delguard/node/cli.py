@@ -437,7 +437,9 @@ def _exporter(
 ) -> exporter.Exporter | None:
     if not (args.metrics_address or args.metrics_file):
         return None
-    plan = exporter.Plan(opts, _guard_log(args, opts), counts, args.stuck_after)
+    plan = exporter.Plan(
+        opts, _guard_log(args, opts), counts, args.stuck_after, args.metrics_interval
+    )
     textfile = where.under(args.root, args.metrics_file) if args.metrics_file else None
     metrics = exporter.Exporter(
         args.metrics(plan), args.metrics_address, textfile, args.metrics_interval, say

@@ -17,11 +17,12 @@ its own thread, and everything here runs in threads of its own.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 import socketserver
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 Render = Callable[[str], tuple[bytes, str]]  # the Accept header -> (body, content type)
@@ -41,9 +42,29 @@ class AddressError(ValueError):
     """A --metrics-address that is not HOST:PORT."""
 
 
+_REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def expand(text: str, environ: Mapping[str, str]) -> str:
+    """`$(NAME)` replaced by that variable of `environ`, as Kubernetes expands a container's
+    args from its env (the monitoring component binds `[$(HOST_IP)]:10647`, HOST_IP from the
+    downward API), so the same argument works where nothing expanded it (podman run -e)."""
+
+    def value(m: re.Match[str]) -> str:
+        if m[1] not in environ:
+            raise AddressError(
+                f"{text!r}: {m[0]} is not set (give the container env {m[1]} from the "
+                "downward API, fieldRef status.hostIP)"
+            )
+        return environ[m[1]]
+
+    return _REFERENCE.sub(value, text)
+
+
 def parse_address(text: str) -> tuple[str, int]:
-    """`IP:PORT`, `[IPv6]:PORT`, `:PORT` (every address), or an IP alone (DEFAULT_PORT). An IP,
-    not a name: the node's DNS may be what is broken, and the watcher must not wait on it."""
+    """`IP:PORT`, `[IP]:PORT` (IPv6, or IPv4: `[$(HOST_IP)]:PORT` holds either), `:PORT` (every
+    address), or an IP alone (DEFAULT_PORT). An IP, not a name: the node's DNS may be what is
+    broken, and the watcher must not wait on it."""
     if _is_ip(text):
         return text, DEFAULT_PORT
     if text.startswith("["):

@@ -14,6 +14,7 @@ ops/feed.py's WatcherFeed (node/cli.py's `register(sub, metrics=...)`).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ class Plan:
     log_file: str  # the guard's decision log, as seen from here ('' when there is none)
     counts: watch.Counts  # what the watch loop did
     stuck_after: float | None = None  # None: the doctor's threshold
+    interval: float = 15.0  # seconds between refreshes (--metrics-interval)
 
 
 FeedFactory = Callable[[Plan], Feed]
@@ -56,7 +58,7 @@ class Exporter:
         self.bind: tuple[str, int] | None = None
         if address:
             try:
-                self.bind = endpoint.parse_address(address)
+                self.bind = endpoint.parse_address(endpoint.expand(address, os.environ))
             except endpoint.AddressError as exc:
                 say(f"metrics: --metrics-address {exc}; serving no metrics (still guarding)")
         self.stopped = threading.Event()
@@ -100,8 +102,8 @@ class Exporter:
             self.endpoint = endpoint.Endpoint(*self.bind, self.feed.render)
         except OSError as exc:
             return (
-                f"metrics: cannot listen on {self.address}: {exc}; the node is still guarded, "
-                f"trying again every {self.interval:g} s"
+                f"metrics: cannot listen on {endpoint.show(*self.bind)}: {exc}; the node is "
+                f"still guarded, trying again every {self.interval:g} s"
             )
         self.endpoint.start()
         self.say(f"metrics: serving http://{self.endpoint.address}{endpoint.PATH}")

@@ -17,26 +17,46 @@ pod's events) and its own exit code, so a probe failure says what is missing:
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
+from cni_delguard.guard import defaults
 from cni_delguard.node import actions, bundle, confdir, patch, record
 from cni_delguard.node.errors import InstallerError
 
 
+class Status(NamedTuple):
+    code: int
+    line: str
+    mode: str | None  # the guard's `mode` in the conf the runtime uses; None: it names no guard
+
+
 def guarded(opts: actions.Options) -> tuple[int, str]:
+    code, line, _ = status(opts)
+    return code, line
+
+
+def status(opts: actions.Options) -> Status:
+    """The ready check, and the mode of the guard the conf names (for the watcher's metrics:
+    an observe-mode guard is ready, and is not deciding)."""
     if stamp := record.uninstalled(opts.state_dir):
-        return 13, f"not ready: uninstalled at {stamp}"
+        return Status(13, f"not ready: uninstalled at {stamp}", None)
     try:
         path = confdir.pick(opts.conf_dir, opts.conf_file)
         conf = confdir.parse(path, confdir.read(path).data)
     except InstallerError as exc:
-        return 10, f"not ready: {exc}"
-    if not patch.guard_plugins(conf, confdir.is_list(path)):
-        return 10, f"not ready: {path} (the conf the runtime uses) does not name {patch.GUARD}"
+        return Status(10, f"not ready: {exc}", None)
+    guards = patch.guard_plugins(conf, confdir.is_list(path))
+    if not guards:
+        return Status(
+            10, f"not ready: {path} (the conf the runtime uses) does not name {patch.GUARD}", None
+        )
+    mode = guards[0].get("mode", defaults.MODE)
+    mode = mode if isinstance(mode, str) else ""
     if problem := bundle.check(opts.bin_dir):
-        return 11, f"not ready: {problem}"
+        return Status(11, f"not ready: {problem}", mode)
     if problem := bundle.runs(opts.bin_dir, opts.root):
-        return 12, f"not ready: {problem}"
-    return 0, f"ready: {path} is wrapped and {opts.bin_dir}/{bundle.LINK_NAME} runs"
+        return Status(12, f"not ready: {problem}", mode)
+    return Status(0, f"ready: {path} is wrapped and {opts.bin_dir}/{bundle.LINK_NAME} runs", mode)
 
 
 def uninstalled(opts: actions.Options) -> tuple[int, str]:

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector, generate_late
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
+    HistogramMetricFamily,
     InfoMetricFamily,
     Metric,
 )
@@ -21,6 +22,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
 from cni_delguard.ops import series
+from cni_delguard.ops.series import Histogram
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,17 +42,24 @@ class Snapshot(Collector):
                 yield _family(s, samples)
 
 
-def _family(s: Series, samples: dict[tuple[str, ...], float]) -> Metric:
+def _family(s: Series, samples: dict[tuple[str, ...], float | Histogram]) -> Metric:
     name = f"{series.PREFIX}_{s.name}"
-    family: CounterMetricFamily | GaugeMetricFamily | InfoMetricFamily
+    family: CounterMetricFamily | GaugeMetricFamily | InfoMetricFamily | HistogramMetricFamily
     if s.kind == series.INFO:
-        family = InfoMetricFamily(name, s.help, labels=[])
+        family = InfoMetricFamily(name, s.help_text, labels=[])
         for labels in sorted(samples):
             family.add_metric([], dict(zip(s.labels, labels, strict=True)))
         return family
+    if s.kind == series.HISTOGRAM:
+        family = HistogramMetricFamily(name, s.help_text, labels=list(s.labels))
+        for labels, h in sorted(samples.items()):
+            assert isinstance(h, Histogram)  # noqa: S101 - the registry's kind says so
+            family.add_metric(list(labels), h.cumulative(), h.total)
+        return family
     kind = CounterMetricFamily if s.kind == series.COUNTER else GaugeMetricFamily
-    family = kind(name, s.help, labels=list(s.labels))
+    family = kind(name, s.help_text, labels=list(s.labels))
     for labels, value in sorted(samples.items()):
+        assert not isinstance(value, Histogram)  # noqa: S101 - the registry's kind says so
         family.add_metric(list(labels), value)
     return family
 

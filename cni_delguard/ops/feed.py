@@ -9,6 +9,9 @@
   a burst of increase (and page for deadlock breaks of last week).
 - The markers are scanned (one small read per marker) and the ready check runs (node/ready.py,
   one exec of the plugin's VERSION) once per refresh, in the metrics thread.
+- A refresh that fails leaves the last snapshot served, with its own time in
+  `last_refresh_timestamp_seconds` and one more in `refresh_errors_total`: what is served is
+  never passed off as current (an alert compares that time with `refresh_interval_seconds`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Callable
 
 from cni_delguard.node import ready
 from cni_delguard.node.follow import Tail
-from cni_delguard.ops import logread, metrics, stuck
+from cni_delguard.ops import logread, metrics, series, stuck
 from cni_delguard.ops.counts import DecisionCounts
 
 TYPE_CHECKING = False
@@ -44,9 +47,20 @@ class WatcherFeed:
         self.tail: Tail | None = None
         self.records = logread.Records()  # what the Tail reads, with its malformed lines
         self.build = metrics.build_values()  # the bundle's build info: read once, it never changes
+        self.errors = 0  # refreshes that failed
         self.values: Values = {}
 
     def refresh(self) -> None:
+        try:
+            values = self._read()
+        except Exception:
+            self.errors += 1
+            # The last good values stay (each with the time it was read), with the count.
+            self.values = {**self.values, **self._errors()}
+            raise
+        self.values = values  # one assignment: a scrape sees the old snapshot or the new one
+
+    def _read(self) -> Values:
         if self.tail is None:
             self._start()
         assert self.tail is not None  # noqa: S101 - for mypy: _start sets it
@@ -66,7 +80,8 @@ class WatcherFeed:
             self.counts, self.streaks, log, state_dir, now, self.threshold, self.build
         )
         values.update(self._watch_values())
-        self.values = values  # one assignment: a scrape sees the old snapshot or the new one
+        values["last_refresh_timestamp_seconds"] = {(): round(now, 3)}
+        return values
 
     def _start(self) -> None:
         """The history first, for the streaks only; then a Tail from the end of the log."""
@@ -80,16 +95,29 @@ class WatcherFeed:
         self.tail = Tail(log)
 
     def _watch_values(self) -> Values:
-        code, _ = ready.guarded(self.plan.opts)
+        code, _, mode = ready.status(self.plan.opts)
         c = self.plan.counts
+        reason = series.READY_REASONS.get(code, series.OTHER)
+        modes: dict[tuple[str, ...], float | series.Histogram] = {
+            (m,): float(m == mode) for m in series.MODES
+        }
+        if mode is not None and mode not in series.MODES:
+            modes[(series.OTHER,)] = 1.0  # a conf the guard would refuse (README: mode)
         return {
+            "ready": {(r,): float(r == reason) for r in series.VOCABULARY["reason"]},
             "node_guarded": {(): float(code == 0)},
             "ready_code": {(): float(code)},
+            "mode": modes,
             "rewraps": {(): float(c.rewraps)},
             "repairs": {(): float(c.repairs)},
             "backoffs": {(): float(c.backoffs)},
             "watch_errors": {(): float(c.errors)},
+            "refresh_interval_seconds": {(): self.plan.interval},
+            **self._errors(),
         }
+
+    def _errors(self) -> Values:
+        return {"refresh_errors": {(): float(self.errors)}}
 
     def render(self, accept: str) -> tuple[bytes, str]:
         from cni_delguard.ops import exposition

@@ -98,8 +98,9 @@ def log_values(readable: bool, read_errors: int, malformed: int) -> Values:
 
 
 def marker_values(state_dir: str, now: float) -> Values:
-    """The markers by state, the oldest attempted one's age, and whether the dir could be read
-    (an unsafe or unreadable state dir is reported, never fatal; a missing one has no marker)."""
+    """The markers by state, when the oldest attempted one was written (and its age, the
+    deprecated series), and whether the dir could be read (an unsafe or unreadable state dir is
+    reported, never fatal; a missing one has no marker)."""
     try:
         found, readable = scan.markers(state_dir), 1.0
     except FileNotFoundError:
@@ -107,17 +108,19 @@ def marker_values(state_dir: str, now: float) -> Values:
     except (OSError, errors.CniError):
         found, readable = [], 0.0
     by_state = dict.fromkeys(series.STATES, 0.0)
-    oldest = 0.0
+    oldest: float | None = None
     for m in found:
         key = series.label("state", m.state)
         by_state[key] = by_state.get(key, 0.0) + 1
-        age = m.age(now)
-        if m.state == ATTEMPTED and age is not None:
-            oldest = max(oldest, age)
+        if m.state == ATTEMPTED and m.time is not None:
+            oldest = m.time if oldest is None else min(oldest, m.time)
+    age = 0.0 if oldest is None else max(0.0, now - oldest)
     return {
         "state_readable": {(): readable},
         "markers": {(s,): n for s, n in by_state.items()},
-        "oldest_attempted_age_seconds": {(): round(oldest, 1)},
+        # No sample when there is none: 0 would read as 1970, and an age of 0 as "just now".
+        "oldest_attempted_timestamp_seconds": {} if oldest is None else {(): oldest},
+        "oldest_attempted_age_seconds": {(): round(age, 1)},
     }
 
 

@@ -12,12 +12,11 @@ have edited.
 from __future__ import annotations
 
 import calendar
-import shlex
 import time
 
 from cni_delguard.cni import skel
 from cni_delguard.guard import defaults
-from cni_delguard.ops import logread
+from cni_delguard.ops import logread, text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -117,15 +116,13 @@ def find_stuck(
 def release_command(stuck: Stuck, root: str = "/", state_dir: str | None = None) -> str:
     """The command line that releases exactly this attachment, quoted for a POSIX shell
     (`--state-dir` only when it is not the default)."""
-    argv = ["cni-delguard", "release"]
-    if root != "/":
-        argv += ["--root", root]
+    argv: list[str] = []
     if state_dir is not None and state_dir != defaults.STATE_DIR:
         argv += ["--state-dir", state_dir]
     argv += ["--container", stuck.container_id, "--ifname", stuck.ifname]
     argv += ["--network", stuck.network]
     argv += ["--reason", f"strict DEL failing since {_stamp(stuck.since)}; leak accepted"]
-    return shlex.join(argv)
+    return text.command("release", root, *argv)
 
 
 def _attachment(rec: Mapping[str, object]) -> tuple[str, str, str] | None:

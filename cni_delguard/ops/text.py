@@ -9,6 +9,7 @@ sequences, bidi overrides. They are shown escaped, never written raw.
 from __future__ import annotations
 
 import json
+import shlex
 
 
 def clean(value: object) -> str:
@@ -45,3 +46,14 @@ def as_json(value: object) -> str:
     instead: every number reaching here was validated where it was read (store.epoch,
     logread.error_code), and a test feeds each tool NaN, 1e999 and 400-digit integers."""
     return json.dumps(value, indent=2, allow_nan=False) + "\n"
+
+
+def command(subcommand: str, root: str, *argv: str) -> str:
+    """A command line the operator can paste where the tool that prints it was run, quoted for
+    a POSIX shell: `cni-delguard SUBCOMMAND [--root ROOT] ARGV...`. `--root` is given when the
+    tool was (in the watcher's pod, `--root /host`: the node's / is there, and the image has
+    `cni-delguard` on its PATH), so the command works where the page said to run the tool."""
+    args = ["cni-delguard", subcommand]
+    if root not in ("", "/"):
+        args += ["--root", root]
+    return shlex.join([*args, *argv])

@@ -14,6 +14,7 @@ import pytest
 
 from cni_delguard.node import endpoint
 from cni_delguard.node.exporter import Exporter
+from tests.support.waiting import wait_for
 
 BODY = b"# HELP cni_delguard_x x\n# TYPE cni_delguard_x gauge\ncni_delguard_x 1.0\n"
 
@@ -48,10 +49,42 @@ def get(port: int, path: str = "/metrics", method: str = "GET", timeout: float =
         pytest.param("10.1.2.3", ("10.1.2.3", endpoint.DEFAULT_PORT), id="ip-alone"),
         pytest.param("[fd00::1]", ("fd00::1", endpoint.DEFAULT_PORT), id="ipv6-alone"),
         pytest.param("127.0.0.1:0", ("127.0.0.1", 0), id="any-free-port"),
+        pytest.param("[10.1.2.3]:10647", ("10.1.2.3", 10647), id="ipv4-in-brackets"),
     ],
 )
 def test_addresses(text, expected):
     assert endpoint.parse_address(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "environ", "expected"),
+    [
+        pytest.param("[$(HOST_IP)]:10647", {"HOST_IP": "10.1.2.3"}, ("10.1.2.3", 10647),
+                     id="ipv4-node"),
+        pytest.param("[$(HOST_IP)]:10647", {"HOST_IP": "fd00::7"}, ("fd00::7", 10647),
+                     id="ipv6-node"),
+        pytest.param("$(HOST_IP)", {"HOST_IP": "10.1.2.3"}, ("10.1.2.3", endpoint.DEFAULT_PORT),
+                     id="ip-alone"),
+        pytest.param(":10647", {}, ("", 10647), id="nothing-to-expand"),
+    ],
+)
+def test_the_downward_apis_host_ip(text, environ, expected):
+    """The monitoring component's `[$(HOST_IP)]:10647`: Kubernetes expands it from the env the
+    downward API fills; the watcher expands what was left, as the same rule would."""
+    assert endpoint.parse_address(endpoint.expand(text, environ)) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "environ"),
+    [
+        pytest.param("[$(HOST_IP)]:10647", {}, id="not-set"),
+        pytest.param("[$(HOST_IP)]:10647", {"HOST_IP": "node1"}, id="a-name-not-an-ip"),
+        pytest.param("[$(HOST_IP)]:10647", {"HOST_IP": ""}, id="empty"),
+    ],
+)
+def test_a_host_ip_that_is_missing_or_not_an_ip_is_refused(text, environ):
+    with pytest.raises(endpoint.AddressError):
+        endpoint.parse_address(endpoint.expand(text, environ))
 
 
 @pytest.mark.parametrize(
@@ -203,3 +236,32 @@ def test_a_bad_address_and_an_unwritable_textfile_are_said_once(tmp_path):
     assert len(said) == 2, said
     assert "--metrics-address 'localhost:10647'" in said[0] and "still guarding" in said[0]
     assert f"cannot write {tmp_path}/m.prom: Read-only file system" in said[1]
+
+
+def test_the_exporter_binds_the_host_ip_the_downward_api_gives(monkeypatch):
+    """`--metrics-address [$(HOST_IP)]:PORT` with HOST_IP in the watcher's env (what the
+    monitoring component's env gives it): bound to that address only."""
+    monkeypatch.setenv("HOST_IP", "127.0.0.1")
+    said: list[str] = []
+    ex = Exporter(Feed(), "[$(HOST_IP)]:0", None, 0.05, said.append)
+    ex.start()
+    try:
+        wait_for(lambda: ex.endpoint is not None, "the endpoint", 30, every=0.05)
+        assert ex.endpoint is not None
+        host, _, port = ex.endpoint.address.rpartition(":")
+        assert host == "127.0.0.1"
+        assert get(int(port)) == (200, BODY)
+        assert said == [f"metrics: serving http://127.0.0.1:{port}/metrics"]
+    finally:
+        ex.stop()
+
+
+def test_a_host_ip_not_given_is_one_line_naming_it(monkeypatch):
+    monkeypatch.delenv("HOST_IP", raising=False)
+    said: list[str] = []
+    ex = Exporter(Feed(), "[$(HOST_IP)]:10647", None, 0.05, said.append)
+    ex.start()
+    ex.stop()
+    assert ex.endpoint is None
+    assert len(said) == 1 and "$(HOST_IP) is not set" in said[0], said
+    assert "status.hostIP" in said[0] and "still guarding" in said[0]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 
 from cni_delguard.node import bundle
 from tests.support.guard import HOST_ARCH
+from tests.support.image import IMAGE_TESTS, podman, podman_run
 from tests.support.waiting import wait_for
 
 from .conftest import MULTUS_CONF
@@ -31,14 +31,7 @@ IMAGE = f"{LIST}-{HOST_ARCH}"
 ENTRY = "/usr/lib/cni-delguard/cni-delguard"
 MAX_SIZE_MIB = 64
 
-pytestmark = [
-    pytest.mark.image,
-    pytest.mark.skipif(os.geteuid() != 0, reason="buildah and podman need root here"),
-    pytest.mark.skipif(
-        not all(shutil.which(t) for t in ("buildah", "podman", "debootstrap", "runc")),
-        reason="needs buildah, podman, debootstrap and runc",
-    ),
-]
+pytestmark = IMAGE_TESTS
 
 
 @pytest.fixture(scope="module")
@@ -77,40 +70,6 @@ def test_one_manifest_list_names_an_image_for_each_arch(images):
         r = subprocess.run(["podman", "image", "inspect", name], capture_output=True, text=True,
                            check=True)
         assert json.loads(r.stdout)[0]["Architecture"] == arch
-
-
-def podman_run(image, node, *args, entrypoint=None, detach=False):
-    """The image run as the DaemonSet runs it: the node's / read-only under /host with the CNI
-    dirs writable over it, a read-only image, few capabilities (SYS_CHROOT to run the plugin
-    in the node's root)."""
-    cmd = [
-        "podman",
-        "run",
-        "--detach" if detach else "--rm",
-        "--runtime",
-        "runc",
-        "--network",
-        "none",
-        "--read-only",
-        "--ulimit",
-        "nofile=1024:1024",
-        "--ulimit",
-        "nproc=1024:1024",
-        "--cap-drop",
-        "ALL",
-        "--cap-add",
-        "CHOWN,DAC_OVERRIDE,SYS_CHROOT",
-        "--volume",
-        f"{node.root}:/host:ro",
-    ]
-    for d in ("opt/cni/bin", "etc/cni/net.d", "var/lib/cni", "var/log/cni-delguard"):
-        (node.root / d).mkdir(parents=True, exist_ok=True)
-        cmd += ["--volume", f"{node.root / d}:/host/{d}"]
-    if entrypoint:
-        cmd += ["--entrypoint", entrypoint]
-    return subprocess.run(
-        [*cmd, image, *args], capture_output=True, text=True, timeout=300, check=False
-    )
 
 
 def test_image_is_small_and_runs_the_watching_installer_by_default(image):
@@ -173,12 +132,6 @@ def wrapped(path):
         return json.loads(path.read_text()).get("type") == "cni-delguard"
     except (OSError, ValueError):
         return False
-
-
-def podman(*args):
-    return subprocess.run(
-        ["podman", *args], capture_output=True, text=True, timeout=120, check=False
-    )
 
 
 def test_default_command_keeps_the_node_guarded_and_its_probe_follows(image, node):

@@ -119,6 +119,17 @@ def test_runs_on_every_node_without_the_pod_network_or_the_api(overlay):
     assert doc["metadata"]["name"] == "cni-delguard"  # every overlay replaces the same DaemonSet
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_a_node_labelled_excluded_gets_no_pod(overlay):
+    """CniDelguardPluginBroken's remedy: `kubectl label node NODE cni-delguard/excluded=true`
+    keeps every overlay's pod off that node (the DaemonSet controller removes one that runs
+    there), so the next container start cannot wrap it again; any other value does not."""
+    affinity = pod(render(overlay))["affinity"]["nodeAffinity"]
+    (term,) = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    (expr,) = term["matchExpressions"]
+    assert expr == {"key": "cni-delguard/excluded", "operator": "NotIn", "values": ["true"]}
+
+
 def test_the_default_watches_and_its_probe_is_the_ready_command():
     (c,) = pod(load(INSTALLER / "daemonset.yaml"))["containers"]
     args = cli_args(c)

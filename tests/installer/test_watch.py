@@ -207,7 +207,8 @@ def test_the_watcher_refreshes_the_metrics_file_from_the_guards_log_and_markers(
     """cni-delguard install --watch --metrics-file, through the top-level CLI that connects
     ops.metrics: the file appears under --root, readable by a collector that is not root,
     parses as Prometheus text, and counts the decisions logged while the watcher runs (the
-    history before it started is not counted: Prometheus would read it as a burst)."""
+    history before it started is not counted: Prometheus would read it as a burst; the count
+    is there at 0 from the start, so the first one is an increase)."""
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
     log = node.root / "var/log/cni-delguard/delguard.log"
     log.parent.mkdir(parents=True)
@@ -224,7 +225,7 @@ def test_the_watcher_refreshes_the_metrics_file_from_the_guards_log_and_markers(
     guarded = ("cni_delguard_node_guarded", ())
     try:
         wait_for(lambda: _samples(metrics).get(guarded) == 1, "the node guarded, in the file", 20)
-        assert key not in _samples(metrics)
+        assert _samples(metrics)[key] == 0
         with log.open("a") as f:
             f.write(json.dumps(skip) + "\n")
         wait_for(lambda: _samples(metrics).get(key) == 1, "the skip logged meanwhile, counted", 20)

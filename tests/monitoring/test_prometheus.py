@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from cni_delguard import __version__
+from cni_delguard.ops import series
 from tests.support import guard
 from tests.support.fakes import install_fake
 from tests.support.guard import HOST_ARCH
@@ -93,10 +94,11 @@ class Node:
                 "resultCacheDirs": [str(self.root / "var/lib/cni/results")],
                 "multusCacheDirs": []}
 
-    def cni(self, command: str, network: str, delegate: dict[str, object], cid: str):
+    def cni(self, command: str, network: str, delegate: dict[str, object], cid: str,
+            **conf: object):
         """The installed guard (the watcher's copy, through /opt/cni/bin's link), as a runtime
         execs it."""
-        return guard.exec_cni(self.bin, command, self.conf_for(network, delegate), cid)
+        return guard.exec_cni(self.bin, command, {**self.conf_for(network, delegate), **conf}, cid)
 
     def tool(self, *argv: str) -> subprocess.CompletedProcess[str]:
         """An operator's command, from the build (uninstall removes the installed copy)."""
@@ -114,6 +116,11 @@ def node(tmp_path):
     n.stop()
 
 
+def firing(prom: Prometheus, alertname: str) -> bool:
+    return any(a["labels"]["alertname"] == alertname and a["state"] == "firing"
+               for a in prom.api("alerts")["alerts"])
+
+
 def rules() -> dict:
     doc = yaml.safe_load((COMPONENT / "prometheusrule.yaml").read_text())
     return doc["spec"]
@@ -121,7 +128,7 @@ def rules() -> dict:
 
 def dashboard_queries() -> list[str]:
     board = json.loads((COMPONENT / "dashboard.json").read_text())
-    subst = {"$instance": ".*", "$__rate_interval": "1m", "$__range": "5m"}
+    subst = {"$node": ".*", "$__rate_interval": "1m", "$__range": "5m"}
     found = []
     for panel in board["panels"]:
         for target in panel["targets"]:
@@ -143,11 +150,27 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
     with Prometheus(prom_dir, {"test-node": f"127.0.0.1:{port}"}, rules()) as prom:
         prom.wait_value('up{job="cni-delguard"}', 1, BOUND)
         prom.wait_value("cni_delguard_node_guarded", 1, BOUND)
-        assert prom.value("cni_delguard_ready_code") == 0
+        assert prom.value("cni_delguard_ready_code") == 0  # deprecated, still served
+        assert prom.query("cni_delguard_ready") == {
+            (("reason", r),): float(r == "guarded") for r in series.READY_REASONS.values()}
+        assert prom.query("cni_delguard_mode") == {(("mode", "enforce"),): 1.0,
+                                                   (("mode", "observe"),): 0.0}
         build = prom.query("cni_delguard_build_info")
         assert build == {(("arch", HOST_ARCH), ("version", __version__)): 1.0}
         assert prom.value("cni_delguard_rewraps_total") >= 1
         assert prom.value("cni_delguard_state_readable") == 1
+        # Every counter is there before anything happened, at 0: the first one is an increase.
+        assert prom.query("cni_delguard_decisions_total") == {
+            (("command", c), ("decision", d)): 0.0 for c, d in series.DECISION_PAIRS}
+        assert prom.query("cni_delguard_delegate_seconds_count") == {
+            (("command", c),): 0.0 for c in series.TIMED}
+        assert prom.query("cni_delguard_delegate_errors_total") == {
+            (("command", c),): 0.0 for c in series.TIMED}
+        assert prom.query("cni_delguard_oldest_attempted_timestamp_seconds") == {}  # none yet
+        # The values are current: read from the node within the last intervals.
+        assert prom.value("cni_delguard_refresh_interval_seconds") == 0.5
+        assert prom.value("cni_delguard_refresh_errors_total") == 0
+        prom.wait_value("time() - cni_delguard_last_refresh_timestamp_seconds < bool 5", 1, BOUND)
 
         # A stale DEL: nothing was ever added, the guard answers without the delegate.
         assert node.cni("DEL", "net-a", stale, "stale1") == (0, None)
@@ -156,6 +179,8 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
         code, out = node.cni("ADD", "net-a", {**stale, "failAdd": 11}, "break1")
         assert (code, out["code"]) == (1, 11)
         prom.wait_value('cni_delguard_markers{state="attempted"}', 1, BOUND)
+        since = prom.value("cni_delguard_oldest_attempted_timestamp_seconds")
+        assert since is not None and abs(since - time.time()) < BOUND  # when that ADD began
         assert node.cni("DEL", "net-a", stale, "break1") == (0, None)
         # A strict DEL that keeps failing: a completed ADD its delegate can never delete.
         assert node.cni("ADD", "net-b", undeletable, "stuck1")[0] == 0
@@ -177,8 +202,8 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
             ("DEL", "forward-strict"): 2,
             ("DEL", "released"): 1,
         }
-        expected = {(("command", c), ("decision", d)): float(n)
-                    for (c, d), n in expected_decisions.items()}
+        expected = {(("command", c), ("decision", d)): float(expected_decisions.get((c, d), 0))
+                    for c, d in series.DECISION_PAIRS}
         wait_for(lambda: prom.query("cni_delguard_decisions_total") == expected,
                  "the decisions expected", BOUND, every=0.2,
                  detail=lambda: str(prom.query("cni_delguard_decisions_total")))
@@ -188,9 +213,19 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
         assert prom.query("cni_delguard_markers") == {
             (("state", s),): 0.0 for s in ("attempted", "completed", "deleting", "corrupt")
         }
+        assert prom.query("cni_delguard_oldest_attempted_timestamp_seconds") == {}
+        # The delegate's calls: 2 ADDs (one failed), 4 forwarded DELs (3 failed: the lenient
+        # one, the 2 strict ones; the released one is a 4th failure), and its times.
+        assert prom.query("cni_delguard_delegate_seconds_count") == {
+            (("command", "ADD"),): 2.0, (("command", "DEL"),): 4.0}
+        assert prom.query("cni_delguard_delegate_errors_total") == {
+            (("command", "ADD"),): 1.0, (("command", "DEL"),): 4.0}
+        buckets = prom.query('cni_delguard_delegate_seconds_bucket{command="DEL",le="+Inf"}')
+        assert buckets == {(("command", "DEL"), ("le", "+Inf")): 4.0}
+        assert 0 < prom.value('cni_delguard_delegate_seconds_sum{command="DEL"}') < BOUND
         for zero in ("cni_delguard_log_malformed_lines_total", "cni_delguard_log_read_errors_total",
                      "cni_delguard_watch_errors_total", "cni_delguard_backoffs_total",
-                     "cni_delguard_observe_would_skip_total"):
+                     "cni_delguard_observe_would_skip_total", "cni_delguard_refresh_errors_total"):
             assert prom.value(zero) == 0, zero
         assert prom.value("cni_delguard_log_readable") == 1
         assert prom.value("process_resident_memory_bytes") > 0  # the watcher's own cost
@@ -200,15 +235,40 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
                              for g in prom.api("rules")["groups"] for r in g["rules"]),
                  "every rule evaluated", BOUND, every=0.2, detail=lambda: str(prom.api("rules")))
         names = {r["name"] for g in prom.api("rules")["groups"] for r in g["rules"]}
-        assert len(names) == 7
+        assert names == {r["alert"] for g in rules()["groups"] for r in g["rules"]}
         for expr in dashboard_queries():
             prom.api("query", query=expr)  # asserts status success: it parsed and evaluated
 
-        # An uninstall: the node is no longer guarded, and says why (13).
+        # Observe mode: the conf's guard forwards every DEL. A DEL the guard would have
+        # answered with success fails at the delegate, reaches the runtime, and the alert that
+        # says so fires (it has no `for:`): end to end, through the rules Prometheus evaluates.
+        r = node.tool("install", "--root", str(node.root), "--mode", "observe", "--no-bundle")
+        assert r.returncode == 0, r.stderr
+        prom.wait_value('cni_delguard_mode{mode="observe"}', 1, BOUND)
+        assert prom.value('cni_delguard_mode{mode="enforce"}') == 0
+        assert not firing(prom, "CniDelguardObserveWouldFree")
+        code, out = node.cni("ADD", "net-a", {**stale, "failAdd": 11}, "observe1")
+        assert (code, out["code"]) == (1, 11)
+        code, out = node.cni("DEL", "net-a", stale, "observe1", mode="observe")
+        assert code == 1  # observed: the delegate's failure reaches the runtime
+        prom.wait_value("cni_delguard_observe_would_free_total", 1, BOUND)
+        wait_for(lambda: firing(prom, "CniDelguardObserveWouldFree"),
+                 "CniDelguardObserveWouldFree to fire", BOUND, every=0.2,
+                 detail=lambda: str(prom.api("alerts")))
+        (alert,) = [a for a in prom.api("alerts")["alerts"]
+                    if a["labels"]["alertname"] == "CniDelguardObserveWouldFree"]
+        assert alert["labels"]["node"] == "test-node"
+        assert alert["annotations"]["runbook_url"].startswith("https://")
+
+        # An uninstall: the node is no longer guarded, and says why.
         r = node.tool("uninstall", "--root", str(node.root))
         assert r.returncode == 0, r.stderr
         prom.wait_value("cni_delguard_node_guarded", 0, BOUND)
         assert prom.value("cni_delguard_ready_code") == 13
+        assert prom.value('cni_delguard_ready{reason="uninstalled"}') == 1
+        assert prom.value('cni_delguard_ready{reason="guarded"}') == 0
+        assert prom.query("cni_delguard_mode") == {(("mode", "enforce"),): 0.0,
+                                                   (("mode", "observe"),): 0.0}
     assert not prom.data.exists()  # the server's data dir goes with it
     assert node.stop() == 0, node.text()
 

@@ -83,6 +83,31 @@ def test_interrupted_add_then_failing_del_succeeds(bin_dir, tmp_path):
     assert last_decision(tmp_path) == "skip"
 
 
+def test_every_delegate_call_logs_its_time_a_failed_add_too(bin_dir, tmp_path):
+    """The watcher's cni_delguard_delegate_seconds and _errors_total are folded from these
+    fields: a timed-out ADD and a failing strict DEL must carry them as a success does. A skip
+    calls nothing and says no delegate time."""
+    conf = fake_conf(tmp_path, hang=["ADD"], hangSeconds=30)
+    conf["timeouts"] = {"add": 1}
+    assert run(bin_dir, "ADD", conf)[0] == 1  # timed out after 1 s
+    assert run(bin_dir, "DEL", fake_conf(tmp_path, failDel=42))[0] == 0  # lenient: a break
+    assert run(bin_dir, "ADD", fake_conf(tmp_path))[0] == 0
+    assert run(bin_dir, "DEL", fake_conf(tmp_path, failDel=42))[0] == 1  # strict: reported
+    assert run(bin_dir, "DEL", fake_conf(tmp_path))[0] == 0
+    assert run(bin_dir, "DEL", fake_conf(tmp_path)) == (0, None)  # nothing left: a skip
+    lines = [(r["command"], r["decision"], r.get("delegateMs"), r.get("delegateExit"),
+              "error" in r or "delegateError" in r) for r in guard_log(tmp_path / "log")]
+    assert [ln[:2] for ln in lines] == [
+        ("ADD", "add-failed"), ("DEL", "forward-lenient"), ("ADD", "add-completed"),
+        ("DEL", "forward-strict"), ("DEL", "forward-strict"), ("DEL", "skip")]
+    assert [ln[4] for ln in lines] == [True, True, False, True, False, False]
+    assert 1000 <= lines[0][2] < 30000  # the ADD's timeout, not the whole call's time
+    assert lines[0][3] == -9  # killed at its timeout (SIGKILL)
+    assert [ln[3] for ln in lines[1:5]] == [1, 0, 1, 0]  # its exit status (code 42 in its JSON)
+    assert all(isinstance(ln[2], float) and 0 <= ln[2] < 30000 for ln in lines[1:5])
+    assert lines[5][2] is None
+
+
 def test_completed_add_then_failing_del_is_propagated(bin_dir, tmp_path):
     assert run(bin_dir, "ADD", fake_conf(tmp_path))[0] == 0
     code, out = run(bin_dir, "DEL", fake_conf(tmp_path, failDel=42))

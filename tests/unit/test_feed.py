@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from cni_delguard.node import actions, watch
 from cni_delguard.node.exporter import Plan
-from cni_delguard.ops import metrics
+from cni_delguard.ops import metrics, series
 from cni_delguard.ops.feed import WatcherFeed
 from tests.support.nodestate import log_lines, marker
 
@@ -55,7 +55,8 @@ def test_counters_count_what_is_logged_while_the_watcher_runs(tmp_path):
     log_lines(log, [{"command": "DEL", "decision": "skip"}] * 5)  # history
     feed, counts = make_feed(tmp_path)
     feed.refresh()
-    assert feed.values["decisions"] == {}
+    # Every pair a command can log is there from the start, at 0 (the history is not counted).
+    assert feed.values["decisions"] == dict.fromkeys(series.DECISION_PAIRS, 0.0)
     log_lines(log, [
         {"command": "DEL", "decision": "skip"},
         {"command": "DEL", "decision": "forward-lenient", "delegateError": ERR7},
@@ -76,6 +77,128 @@ def test_counters_count_what_is_logged_while_the_watcher_runs(tmp_path):
         2, 1, 3)
     # No conf in this node root: the ready check's answer, as `cni-delguard ready` gives it.
     assert (value(feed, "node_guarded"), value(feed, "ready_code")) == (0, 10)
+    assert feed.values["ready"] == {(r,): float(r == "conf-not-wrapped")
+                                    for r in series.READY_REASONS.values()}
+    assert feed.values["mode"] == {("enforce",): 0.0, ("observe",): 0.0}  # no guard named
+
+
+def test_every_label_set_is_there_before_anything_happened(tmp_path):
+    """The first error of a watcher's life must be an increase from 0: every series with every
+    label set it can have is in the first snapshot (only `other` comes lazily)."""
+    feed, _ = make_feed(tmp_path)
+    feed.refresh()
+    for s in series.SERIES:
+        assert s.name in feed.values, s.name
+        assert set(s.initial()) <= set(feed.values[s.name]), s.name
+    for (command, decision) in series.DECISION_PAIRS:
+        assert value(feed, "decisions", command, decision) == 0
+    for command in series.TIMED:
+        h = feed.values["delegate_seconds"][(command,)]
+        assert (h.cumulative()[-1], h.total) == (("+Inf", 0.0), 0.0)
+        assert value(feed, "delegate_errors", command) == 0
+    assert feed.values["oldest_attempted_timestamp_seconds"] == {}  # none: no sample, not 0
+    assert value(feed, "refresh_errors") == 0
+    assert value(feed, "refresh_interval_seconds") == 15.0
+
+
+def test_the_delegates_time_and_failures_are_folded_from_the_log(tmp_path):
+    log = tmp_path / "delguard.log"
+    feed, _ = make_feed(tmp_path)
+    feed.refresh()
+    log_lines(log, [
+        {"command": "ADD", "decision": "add-completed", "delegateMs": 20.0},
+        {"command": "ADD", "decision": "add-failed", "delegateMs": 180000.0, "error": ERR7},
+        {"command": "DEL", "decision": "forward-strict", "delegateMs": 8.5},
+        {"command": "DEL", "decision": "forward-strict", "delegateMs": 12000, "error": ERR7},
+        {"command": "DEL", "decision": "forward-lenient", "delegateMs": 30.0,
+         "delegateError": ERR7},
+        # No delegate call: a skip, and a DEL whose delegate could not even be found.
+        {"command": "DEL", "decision": "skip"},
+        {"command": "DEL", "decision": "forward-strict", "error": ERR7},
+        # Not the guard's numbers: left out of the histogram.
+        {"command": "DEL", "decision": "forward-strict", "delegateMs": "12"},
+        {"command": "DEL", "decision": "forward-strict", "delegateMs": True},
+        {"command": "DEL", "decision": "forward-strict", "delegateMs": -1},
+        {"command": "DEL", "decision": "forward-strict", "delegateMs": 1e30},
+        {"command": "CHECK", "decision": "forward", "delegateMs": 3.0},  # not timed
+    ])
+    feed.refresh()
+    add, dele = (feed.values["delegate_seconds"][(c,)] for c in ("ADD", "DEL"))
+    assert dict(add.cumulative())["0.025"] == 1
+    assert dict(add.cumulative())["120.0"] == 1 and dict(add.cumulative())["180.0"] == 2
+    assert add.total == pytest.approx(180.02)
+    assert dict(dele.cumulative())["0.01"] == 1
+    assert dict(dele.cumulative())["0.05"] == 2
+    assert dict(dele.cumulative())["10.0"] == 2 and dict(dele.cumulative())["15.0"] == 3
+    assert dict(dele.cumulative())["+Inf"] == 3
+    assert (value(feed, "delegate_errors", "ADD"), value(feed, "delegate_errors", "DEL")) == (1, 2)
+
+
+GUARDED_CONF = {"cniVersion": "1.0.0", "name": "multus-cni-network", "type": "cni-delguard",
+                "delegate": {"type": "multus"}}
+
+
+@pytest.mark.parametrize(
+    ("conf", "reason", "mode"),
+    [
+        pytest.param(GUARDED_CONF, "plugin-missing", "enforce", id="enforce-by-default"),
+        pytest.param({**GUARDED_CONF, "mode": "observe"}, "plugin-missing", "observe",
+                     id="observe"),
+        pytest.param({**GUARDED_CONF, "mode": "later"}, "plugin-missing", "other",
+                     id="a-mode-the-guard-refuses"),
+        pytest.param({"cniVersion": "1.0.0", "name": "n", "type": "multus"}, "conf-not-wrapped",
+                     None, id="not-wrapped"),
+    ],
+)
+def test_the_ready_state_set_and_the_mode(tmp_path, conf, reason, mode):
+    feed, _ = make_feed(tmp_path)
+    (tmp_path / "etc/cni/net.d/00-multus.conf").write_text(json.dumps(conf))
+    feed.refresh()
+    assert feed.values["ready"] == {(r,): float(r == reason)
+                                    for r in series.READY_REASONS.values()}
+    expected = {m: float(m == mode) for m in series.MODES}
+    if mode == "other":
+        expected["other"] = 1.0
+    assert {k[0]: v for k, v in feed.values["mode"].items()} == expected
+
+
+def test_a_failed_refresh_leaves_the_last_values_with_their_time_and_counts(tmp_path):
+    """A refresh that fails is never served as current: the values stay those of the last
+    good one, with its time, and refresh_errors_total says it failed."""
+    times = iter([1000.0, None, 1030.0])
+
+    def clock() -> float:
+        now = next(times)
+        if now is None:
+            raise OSError("the node's state could not be read")
+        return now
+
+    feed, counts = make_feed(tmp_path)
+    feed.clock = clock
+    feed.refresh()
+    assert value(feed, "last_refresh_timestamp_seconds") == 1000.0
+    counts.rewraps = 5
+    with pytest.raises(OSError, match="could not be read"):
+        feed.refresh()
+    assert value(feed, "last_refresh_timestamp_seconds") == 1000.0
+    assert value(feed, "rewraps") == 0  # the old snapshot, not half of a new one
+    assert value(feed, "refresh_errors") == 1
+    feed.refresh()
+    assert (value(feed, "last_refresh_timestamp_seconds"), value(feed, "rewraps")) == (1030, 5)
+    assert value(feed, "refresh_errors") == 1
+
+
+def test_the_oldest_attempted_marker_is_a_time_not_an_age(tmp_path):
+    state = tmp_path / "state"
+    feed, _ = make_feed(tmp_path)
+    marker(state, "net1", "c0", "completed", 1_700_000_000.0)
+    feed.refresh()
+    assert feed.values["oldest_attempted_timestamp_seconds"] == {}
+    assert value(feed, "oldest_attempted_age_seconds") == 0  # the deprecated one: 0 for none
+    marker(state, "net1", "c1", "attempted", 1_700_000_100.0)
+    marker(state, "net2", "c2", "attempted", 1_700_000_050.0)
+    feed.refresh()
+    assert value(feed, "oldest_attempted_timestamp_seconds") == 1_700_000_050.0
 
 
 def test_a_strict_del_failing_before_a_restart_is_still_stuck_after_it(tmp_path):

@@ -14,7 +14,7 @@ import time
 from prometheus_client.parser import text_string_to_metric_families
 
 from cni_delguard import cli
-from cni_delguard.ops import metrics
+from cni_delguard.ops import metrics, series
 from tests.support.nodestate import log_lines, marker
 
 # Ages are planted when a test runs, never at import (collection comes minutes earlier).
@@ -141,7 +141,13 @@ def test_prometheus_without_log_or_state_still_writes_valid_text(tmp_path):
     fams = _families(prom)
     assert _value(fams["cni_delguard_log_readable"]) == 0
     assert _value(fams["cni_delguard_oldest_attempted_age_seconds"]) == 0
-    assert fams["cni_delguard_decisions"].samples == []
+    assert "cni_delguard_oldest_attempted_timestamp_seconds" not in fams or not (
+        fams["cni_delguard_oldest_attempted_timestamp_seconds"].samples)  # none: no sample
+    # Every pair a command can log, at 0: the first one logged is an increase.
+    samples = fams["cni_delguard_decisions"].samples
+    assert {(s.labels["command"], s.labels["decision"]) for s in samples} == set(
+        series.DECISION_PAIRS)
+    assert {s.value for s in samples} == {0.0}
 
 
 def test_prometheus_into_a_missing_dir_is_one_line_exit_2(tmp_path):

@@ -22,10 +22,10 @@ COMMANDS_DIR = REPO / "cni_delguard" / "commands"
 RULES = REPO / "installer/kustomize/components/monitoring/prometheusrule.yaml"
 
 
-def logged_decisions() -> set[str]:
+def logged_decisions(paths: list[Path] | None = None) -> set[str]:
     """Every decision literal in the commands: `decision="..."` and decision_fields(ev, "...")."""
     found = set()
-    for path in COMMANDS_DIR.glob("*.py"):
+    for path in COMMANDS_DIR.glob("*.py") if paths is None else paths:
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Call):
                 continue
@@ -42,6 +42,20 @@ def test_every_logged_decision_has_its_label_value():
     literal = logged_decisions()
     assert {"error", "observe", "add-completed", "forward"} <= literal  # the scan does find them
     assert literal <= set(series.DECISIONS)
+
+
+# Which commands each module's decisions are logged for (commands/__init__.py's table).
+LOGGED_FOR = {"add.py": ("ADD",), "delete.py": ("DEL",), "status.py": ("STATUS",),
+              "passthrough.py": ("CHECK", "GC", "STATUS")}
+
+
+@pytest.mark.parametrize(("module", "commands"), list(LOGGED_FOR.items()))
+def test_each_command_has_the_decisions_its_module_logs(module, commands):
+    """The pairs exported at 0 from the start include every pair the guard can log."""
+    literal = logged_decisions([COMMANDS_DIR / module])
+    assert literal
+    for command in commands:
+        assert literal <= set(series.DECISIONS_OF[command]), command
 
 
 def test_a_deadlock_break_means_the_same_to_stats_and_to_the_metrics():
@@ -67,6 +81,25 @@ def test_names_are_unique_and_prefixed_and_counters_end_in_total():
         assert s.help and s.source in (series.LOG, series.STATE, series.WATCH, series.BUILD)
 
 
+def test_deprecated_names_say_so_and_name_what_replaces_them():
+    exposed = {s.exposed for s in series.SERIES}
+    deprecated = {s.exposed: s for s in series.SERIES if s.deprecated}
+    assert set(deprecated) == {"cni_delguard_ready_code",
+                               "cni_delguard_oldest_attempted_age_seconds"}
+    for s in deprecated.values():
+        assert s.help_text.startswith("DEPRECATED")
+        assert s.deprecated.split("{")[0] in exposed  # the replacement exists
+    assert not any(s.help_text.startswith("DEPRECATED") for s in series.SERIES if not s.deprecated)
+
+
+def test_the_ready_reasons_are_the_ready_checks_codes():
+    """node/ready.py's table of exit codes, as its docstring gives it, has one reason each."""
+    from cni_delguard.node import ready
+
+    codes = {int(m) for m in re.findall(r"^\| (\d+) \|", ready.__doc__ or "", re.M)}
+    assert codes == set(series.READY_REASONS)
+
+
 def test_the_names_the_issue_asks_for():
     exposed = {s.exposed for s in series.SERIES}
     assert {
@@ -74,6 +107,12 @@ def test_the_names_the_issue_asks_for():
         "cni_delguard_build_info",
         "cni_delguard_stuck_strict_dels",
         "cni_delguard_released_total",
+        "cni_delguard_ready",
+        "cni_delguard_mode",
+        "cni_delguard_last_refresh_timestamp_seconds",
+        "cni_delguard_refresh_errors_total",
+        "cni_delguard_delegate_seconds",
+        "cni_delguard_oldest_attempted_timestamp_seconds",
     } <= exposed
 
 
@@ -127,7 +166,8 @@ def test_every_alert_has_a_severity_and_a_readme_runbook_that_exists():
     for rule in alerts():
         assert rule["labels"]["severity"] in ("critical", "warning", "info"), rule["alert"]
         target = rule["annotations"]["runbook_url"]
-        assert target.startswith("README.md#"), rule["alert"]
+        # Absolute (a relative link is dead in Alertmanager, Slack or PagerDuty), at README.md.
+        assert re.fullmatch(r"https://[^#\s]+/README\.md#[a-z]+", target), rule["alert"]
         assert target.split("#", 1)[1] in anchors, rule["alert"]
         assert f"`{rule['alert']}`" in readme(), rule["alert"]
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from cni_delguard.ops import stuck
+from cni_delguard.ops import stuck, text
 
 T0 = calendar.timegm(time.strptime("2026-11-26T01:00:00Z", "%Y-%m-%dT%H:%M:%SZ"))
 UID = "6f1c0a52-3b9e-4d1f-9a57-0c2b8e4d7a10"
@@ -112,3 +112,21 @@ def test_command_names_the_root_and_state_dir_and_survives_the_shell():
         "--container", "c1", "--ifname", "eth0", "--network", "net1",
         "--reason", f"strict DEL failing since {ts(0)}; leak accepted",
     ]
+
+
+@pytest.mark.parametrize(
+    ("root", "argv", "expected"),
+    [
+        pytest.param("/", ("--container", "c1"), "cni-delguard release --container c1",
+                     id="on-the-node"),
+        pytest.param("/host", ("--container", "c1"),
+                     "cni-delguard release --root /host --container c1", id="in-the-pod"),
+        pytest.param("/host", ("--reason", "a b; rm -rf /"),
+                     "cni-delguard release --root /host --reason 'a b; rm -rf /'",
+                     id="quoted-for-a-shell"),
+    ],
+)
+def test_a_printed_command_works_where_the_tool_was_run(root, argv, expected):
+    """What doctor prints is run as written where doctor ran: in the watcher's pod, with the
+    same --root (tests/installer/test_runbooks.py runs it in the image)."""
+    assert text.command("release", root, *argv) == expected

@@ -9,6 +9,7 @@ from cni_delguard import PLUGIN_TYPE
 from cni_delguard.cni.skel import valid_name
 from cni_delguard.guard import defaults
 from cni_delguard.node import bundle
+from cni_delguard.ops import text
 from cni_delguard.ops.doctor.node import INFO, OK, PROBLEM, Finding, Node
 
 
@@ -25,7 +26,7 @@ def check_conf(node: Node) -> list[Finding]:
                 "conf",
                 PROBLEM,
                 f"{name}, the conf the runtime uses, is not wrapped by "
-                "cni-delguard: run `cni-delguard install`",
+                f"cni-delguard: run `{text.command('install', node.root)}`",
                 node.conf_path,
             )
         ]
@@ -39,8 +40,9 @@ def check_conf(node: Node) -> list[Finding]:
             Finding(
                 "conf",
                 INFO,
-                "observe mode: every DEL is forwarded; the log says "
-                "what the guard would have decided",
+                "observe mode: every DEL is forwarded; the log says what the guard would "
+                f"have decided (`{text.command('install', node.root, '--mode', 'enforce')}` "
+                "lets it decide)",
                 node.conf_path,
             )
         )
@@ -77,7 +79,7 @@ def _runs(path: str, root: str) -> Finding:
         return Finding(
             "plugins",
             PROBLEM,
-            f"{path} is missing or not executable: run `cni-delguard install`",
+            f"{path} is missing or not executable: run `{text.command('install', root)}`",
             path,
         )
     versions, why = bundle.answers_version(path, root)
