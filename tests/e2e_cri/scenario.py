@@ -8,8 +8,8 @@ from typing import Any
 
 import grpc
 
-from tests.e2e_containerd.cri import CriClient
-from tests.e2e_containerd.node import Node, bridge_prefix
+from tests.e2e_cri.cri import CriClient
+from tests.e2e_cri.node import Node, bridge_prefix
 from tests.support.confs import guard_plugin, stale_delegate
 from tests.support.guard import install_guard
 from tests.support.records import fake_calls

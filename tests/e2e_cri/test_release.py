@@ -18,9 +18,9 @@ import time
 import pytest
 
 from cni_delguard.ops import stuck
-from tests.e2e_containerd.cri import CriClient, PodSpec
-from tests.e2e_containerd.node import Node
-from tests.e2e_containerd.scenario import (
+from tests.e2e_cri.cri import CriClient, PodSpec
+from tests.e2e_cri.node import Node
+from tests.e2e_cri.scenario import (
     NETWORK,
     Network,
     bridge_conf,
@@ -32,7 +32,7 @@ from tests.e2e_containerd.scenario import (
     markers,
     rpc_error,
 )
-from tests.e2e_containerd.test_stale_sandbox import (
+from tests.e2e_cri.test_stale_sandbox import (
     DESTROY_FAILED,
     assert_name_reserved,
     assert_ready,

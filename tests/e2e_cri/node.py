@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from tests.e2e_containerd import pause_image
+from tests.e2e_cri import pause_image
 from tests.support.waiting import descendants, pid_alive, wait_for, wait_gone
 
 HOLDER = r"""

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e_containerd import cri, pause_image
-from tests.e2e_containerd.node import Node, containerd_version, missing_tools
+from tests.e2e_cri import cri, pause_image
+from tests.e2e_cri.node import Node, containerd_version, missing_tools
 from tests.support.fakes import install_fake
 from tests.support.guard import under_test
 

@@ -20,9 +20,9 @@ import sys
 
 import pytest
 
-from tests.e2e_containerd.cri import CriClient, PodSpec
-from tests.e2e_containerd.node import Node
-from tests.e2e_containerd.scenario import (
+from tests.e2e_cri.cri import CriClient, PodSpec
+from tests.e2e_cri.node import Node
+from tests.e2e_cri.scenario import (
     FakeDelegate,
     Network,
     bridge_conf,
