@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# install-e2e-deps.sh: everything tests/e2e_containerd needs, on a fresh Debian bookworm, as root.
+# install-e2e-deps.sh: everything tests/e2e_cri needs (besides the peers of tools/install-peers.sh), on a fresh Debian bookworm, as root.
 # Idempotent; .ci/run calls it before the tests.
 #
 # - containerd 1.6.20 and runc from bookworm (the release that shows the deadlock in full),

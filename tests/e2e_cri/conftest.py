@@ -1,8 +1,10 @@
-"""Fixtures for the containerd end-to-end tests: a fresh node per test, torn down even on failure.
+"""Fixtures for the CRI end-to-end tests: a fresh node per test and runtime row, torn down even on
+failure.
 
-These tests are skipped (loudly, with the reason) only where containerd cannot run: not root, or
-the host cannot give a private mount namespace. In CI (CI=true) missing packages are a failure,
-not a skip, because tools/install-e2e-deps.sh should have installed them.
+Every test that takes `node` runs once per row of runtimes.RUNTIMES (its id names the row:
+containerd-1.6, containerd-2.1, ...). A row whose binaries are missing is skipped with the reason,
+and so is everything where no runtime can run (not root, no mount namespace); in CI (CI=true),
+where tools/test.sh installs and builds everything first, either is a failure instead.
 """
 
 from __future__ import annotations
@@ -11,26 +13,32 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e_cri import cri, pause_image
-from tests.e2e_cri.node import Node, containerd_version, missing_tools
+from tests.e2e_cri.node import Node
+from tests.e2e_cri.runtimes import RUNTIMES, Runtime
+from tests.support.chains import Chain
 from tests.support.fakes import install_fake
 from tests.support.guard import under_test
+from tests.support.stateful_chain import FakeStateful
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("DELGUARD_E2E_CACHE", str(REPO / ".cache" / "e2e")))
+# What can sit behind the guard, by the matrix's delegate name: each scenario of test_matrix.py
+# runs with each. A chain is one entry here (tests/support/chains.py's protocol).
+CHAINS: dict[str, Callable[[], Chain]] = {"fake-stateful": FakeStateful}
+_versions: dict[str, str] = {}  # runtime key -> version as its binary reported it, this run
 
 
-def _why_containerd_cannot_run() -> str | None:
+def _why_no_runtime_can_run() -> str | None:
     if os.geteuid() != 0:
-        return "containerd end-to-end tests need root"
-    missing = missing_tools()
-    if missing:
-        return f"missing {', '.join(missing)}: run tools/install-e2e-deps.sh as root"
+        return "CRI end-to-end tests need root"
+    if shutil.which("unshare") is None:
+        return "missing unshare: run tools/install-e2e-deps.sh as root"
     probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"],
                            capture_output=True, text=True, check=False)
     if probe.returncode != 0:
@@ -38,40 +46,60 @@ def _why_containerd_cannot_run() -> str | None:
     return None
 
 
+def _skip_or_fail(why: str) -> None:
+    if os.environ.get("CI") and os.geteuid() == 0:
+        pytest.fail(f"CRI e2e cannot run in CI: {why}")
+    pytest.skip(f"SKIPPED CRI e2e: {why}")
+
+
 def pytest_report_header() -> list[str]:
-    if shutil.which("containerd") is None:
-        return ["containerd: not installed"]
-    return [f"containerd: {containerd_version()}", f"guard under test: {under_test()}"]
+    lines = [f"guard under test: {under_test()}"]
+    for row in RUNTIMES:
+        why = row.missing()
+        lines.append(f"{row.key}: {why or row.version()}")
+    return lines
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The runtime the scenarios ran against, in every run's output (not only with -s)."""
-    if shutil.which("containerd") is not None:
-        terminalreporter.write_line(
-            f"containerd e2e ran against: {containerd_version()} (guard: {under_test()})"
-        )
+    """The runtimes the scenarios ran against, in every run's output (not only with -s)."""
+    for key, version in sorted(_versions.items()):
+        terminalreporter.write_line(f"CRI e2e ran against: {key} {version} (guard: {under_test()})")
 
 
 @pytest.fixture(scope="session")
-def e2e_ready() -> str:
-    """The containerd version, once it is known that containerd can run here."""
-    reason = _why_containerd_cannot_run()
+def e2e_ready() -> None:
+    """Fails or skips once per session when no runtime can run here at all."""
+    reason = _why_no_runtime_can_run()
     if reason is not None:
-        if os.environ.get("CI") == "true" and os.geteuid() == 0:
-            pytest.fail(f"containerd e2e cannot run in CI: {reason}")
-        pytest.skip(f"SKIPPED containerd e2e: {reason}")
-    version = containerd_version()
-    print(f"\n[e2e] {version}")
-    return version
+        _skip_or_fail(reason)
+
+
+@pytest.fixture(params=RUNTIMES, ids=[r.key for r in RUNTIMES])
+def runtime(request: pytest.FixtureRequest, e2e_ready: None) -> Runtime:
+    """One row of runtimes.RUNTIMES, known to be installed."""
+    row: Runtime = request.param
+    why = row.missing()
+    if why is not None:
+        _skip_or_fail(f"{row.key}: {why}")
+    if row.key not in _versions:
+        _versions[row.key] = row.version()
+        print(f"\n[e2e] {row.key}: {_versions[row.key]}")
+    return row
+
+
+@pytest.fixture
+def runtime_version(runtime: Runtime) -> str:
+    """The version as the runtime's binary reports it (what the matrix records)."""
+    return _versions[runtime.key]
 
 
 @pytest.fixture(scope="session")
-def stubs(e2e_ready: str) -> cri.Stubs:
+def stubs(e2e_ready: None) -> cri.Stubs:
     return cri.load_stubs(CACHE)
 
 
 @pytest.fixture(scope="session")
-def pause_archive(e2e_ready: str) -> Iterator[Path]:
+def pause_archive(e2e_ready: None) -> Iterator[Path]:
     work = Path(tempfile.mkdtemp(prefix="dge2e-image-"))
     try:
         yield pause_image.build(work)
@@ -80,22 +108,22 @@ def pause_archive(e2e_ready: str) -> Iterator[Path]:
 
 
 @pytest.fixture
-def node(e2e_ready: str, pause_archive: Path) -> Iterator[Node]:
-    """A running containerd with the pause image, loopback, bridge, host-local and the fake.
+def node(runtime: Runtime, pause_archive: Path) -> Iterator[Node]:
+    """A running runtime with the pause image, loopback, bridge, host-local and the fake.
 
     The guard is installed by the scenarios that use it (scenario.Network with guarded=True).
     """
-    node = Node.create()
+    node = Node.create(runtime)
     try:
         node.install_debian_plugins()
         install_fake(node.cni_bin)
         node.start_holder()
-        node.start_containerd()
+        node.start_runtime()
         if not node.overlayfs_ok():
             node.notes.append("overlayfs unusable here: native snapshotter")
-            node.stop_containerd()
+            node.stop_runtime()
             node.snapshotter = "native"
-            node.start_containerd()
+            node.start_runtime()
         node.import_image(pause_archive)
         yield node
     finally:
@@ -132,3 +160,14 @@ def remove_all_pods(client: cri.CriClient) -> None:
                 call(pod.id, timeout=20)
             except grpc.RpcError:
                 break
+
+
+@pytest.fixture(params=list(CHAINS))
+def chain(request: pytest.FixtureRequest, node: Node) -> Iterator[Chain]:
+    """A chain started for this node: its plugins in the node's bin dir, its work dir inside."""
+    made = CHAINS[request.param]()
+    try:
+        made.start(node.cni_bin, node.tmp / "chain", node.cni_cache)
+        yield made
+    finally:
+        made.stop()

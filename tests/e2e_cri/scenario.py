@@ -8,8 +8,9 @@ from typing import Any
 
 import grpc
 
-from tests.e2e_cri.cri import CriClient
+from tests.e2e_cri.cri import CriClient, PodSpec
 from tests.e2e_cri.node import Node, bridge_prefix
+from tests.support import records
 from tests.support.confs import guard_plugin, stale_delegate
 from tests.support.guard import install_guard
 from tests.support.records import fake_calls
@@ -144,3 +145,18 @@ def markers(node: Node, container: str) -> list[Path]:
     """The guard's files for this container (marker, lock, tmp) under its state dir."""
     root = guard_state(node) / "networks" / NETWORK
     return sorted(root.glob(f"*{container}*")) if root.is_dir() else []
+
+
+def assert_ready(client: CriClient, sandbox: str) -> None:
+    status = client.pod_status(sandbox)
+    assert client.state_name(status.state) == "SANDBOX_READY", status
+
+
+def assert_name_reserved(node: Node, client: CriClient, pod: PodSpec, holder: str) -> None:
+    err = details(rpc_error(client.run_pod, pod))
+    assert node.runtime.messages.name_reserved in err, err
+    assert node.runtime.messages.reserved_for.format(holder=holder) in err, err
+
+
+def guard_del_lines(node: Node, container: str) -> list[dict[str, object]]:
+    return records.guard_log(guard_log(node), command="DEL", containerID=container)
