@@ -139,11 +139,24 @@ def client(node: Node, stubs: cri.Stubs) -> Iterator[cri.CriClient]:
 
     client = cri.CriClient(node.socket, stubs, node.cgroup_parent)
     try:
-        wait_for(lambda: client.image_known(pause_image.IMAGE_REF), "CRI to see the pause image")
+        if node.runtime.needs_image:
+            wait_for(lambda: client.image_known(pause_image.IMAGE_REF),
+                     "CRI to see the pause image")
+        else:
+            wait_for(lambda: _answers(client), "CRI to answer Version")
         yield client
     finally:
         remove_all_pods(client)
         client.close()
+
+
+def _answers(client: cri.CriClient) -> bool:
+    import grpc
+
+    try:
+        return bool(client.version().runtime_name)
+    except grpc.RpcError:
+        return False
 
 
 def remove_all_pods(client: cri.CriClient) -> None:

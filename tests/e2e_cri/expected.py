@@ -24,6 +24,12 @@ EXPECTED: dict[tuple[str, str], tuple[str, str]] = {
     # 1.7.35 and 2.1.6 skip, or run and ignore, the DEL of a sandbox without a CNI result.
     **{("containerd-1.7", s): o for s, o in (STALE_REMOVED | COMPLETED).items()},
     **{("containerd-2.1", s): o for s, o in (STALE_REMOVED | COMPLETED).items()},
+    **{("cri-o-1.36", s): o for s, o in (STALE_REMOVED | {
+        "double-del": ("removed", "removed"),
+        "completed-del-fails": ("removed", "removed"),
+        "release": ("removed", "removed"),
+        "del-error-propagates": ("error-returned", "error-returned"),
+    }).items()},
 }
 BY_CHAIN: dict[tuple[str, str, str], tuple[str, str]] = {}
 

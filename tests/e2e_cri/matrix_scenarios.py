@@ -188,7 +188,8 @@ def client_deadline(stage: Stage) -> str:
     abandoned = stage.first_add()
     wait_for(lambda: stage.node.runtime.run_pod_finished(stage.node.log_text(), stage.pod.name,
                                                          stage.pod.uid),
-             f"{stage.node.runtime.key} to finish the abandoned RunPodSandbox", timeout=120)
+             f"{stage.node.runtime.key} to finish the abandoned RunPodSandbox",
+             timeout=stage.node.runtime.abandoned_run_bound, every=0.5)
     stage.apply()
     return _stale_outcome(stage, abandoned)
 
@@ -233,10 +234,12 @@ def release(stage: Stage) -> str:
 
 def del_error_propagates(stage: Stage) -> str:
     """A normal pod whose delegate fails its DEL (with state): the error must reach the runtime,
-    and once the delegate recovers the guard lets the pod be removed."""
-    stage.apply()
-    sandbox = run_ready(stage)
+    and once the delegate recovers the guard lets the pod be removed.
+
+    The delegate fails DEL from the start: CRI-O runs DEL with the config its ADD used (libcni's
+    cache), so a config changed after ADD would not reach the DEL there."""
     stage.apply(Behaviour(fail_del=11))
+    sandbox = run_ready(stage)
     try:
         stage.client.stop_pod(sandbox)
     except grpc.RpcError as exc:

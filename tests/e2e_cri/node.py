@@ -115,6 +115,8 @@ class Node:
         import json
 
         path = self.cni_conf / "10-e2e.conflist"
+        # Renamed within the dir: containerd 1.6 ignores a file created in (or moved into) its conf
+        # dir and reloads on a write or a rename; the .tmp name is no conf to either runtime.
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(conf, indent=1), encoding="utf-8")
         tmp.rename(path)
@@ -141,6 +143,7 @@ class Node:
     def write_config(self) -> Path:
         path = self.tmp / "runtime.conf"
         path.write_text(self.runtime.render_config(self.paths()), encoding="utf-8")
+        self.runtime.write_files(self.paths())
         return path
 
     def start_runtime(self) -> None:
@@ -242,7 +245,7 @@ class Node:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
     def import_image(self, archive: Path) -> None:
-        self.runtime.import_image(self.socket, archive, self.snapshotter)
+        self.runtime.import_image(self.paths(), archive)
 
     # --- teardown ----------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from tests.e2e_cri.scenario import (
     ipam_dir,
     markers,
     rpc_error,
+    skip_unless_failed_dels_block,
 )
 from tests.support.guard import guard_argv
 
@@ -51,6 +52,7 @@ def release(node: Node, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_release_frees_a_sandbox_whose_del_always_fails(node: Node, client: CriClient) -> None:
+    skip_unless_failed_dels_block(node)
     net, pod = Network(node, guarded=True), PodSpec("release", uid=UID)
     net.apply(client, [bridge_conf(node)])
     sandbox = client.run_pod(pod)
