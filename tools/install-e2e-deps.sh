@@ -7,7 +7,7 @@
 # - for CRI-O (a peer, tools/install-peers.sh): conmon 2.1.6 (CRI-O 1.36 asks 2.0.19 for sync and
 #   2.1.2 for the global log size limit, internal/config/conmonmgr), libseccomp-dev and pkg-config
 #   (its `seccomp` build tag links libseccomp through cgo), make (pinns, C, its own Makefile; the
-#   static libc is libc6-dev's);
+#   static libc is libc6-dev's); podman loads the pause image into its storage;
 # - grpcio / grpcio-tools / protobuf from PyPI, pinned, for the CRI client generated at test time;
 # - the CRI api.proto from trixie's golang-github-kubernetes-cri-api-dev (tools/e2e-fetch-cri-proto.sh).
 #
@@ -29,7 +29,7 @@ if ! dpkg -s containerd >/dev/null 2>&1 && [ ! -e "$policy" ]; then
 fi
 apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
     containerd runc containernetworking-plugins iproute2 util-linux gcc libc6-dev ca-certificates \
-    conmon libseccomp-dev pkg-config make
+    conmon libseccomp-dev pkg-config make podman
 if [ -n "$created_policy" ]; then rm -f "$policy"; fi
 
 "$python" -m pip install -q --disable-pip-version-check \
