@@ -135,27 +135,22 @@ def double_del(stage: Stage) -> str:
 def kill_mid_add(stage: Stage) -> str:
     """The runtime SIGKILLed (with the plugins it runs) while the delegate's ADD hangs; the
     delegate works again when the runtime is back."""
-    stage.apply(HANG_ADD)
-    pending = stage.client.run_pod_future(stage.pod)
-    stale = stage.first_add()
-    stage.node.kill_runtime()
-    assert rpc_error(pending.result).code() == grpc.StatusCode.UNAVAILABLE
-    stage.write()
-    stage.node.start_runtime()
-    stage.client.reconnect()
-    stage.net.wait_loaded(stage.client)
-    return _stale_outcome(stage, stale)
+    return _down_mid_add(stage, stage.node.kill_runtime, stage.node.start_runtime)
 
 
 def reboot(stage: Stage) -> str:
     """The node loses power while the delegate's ADD hangs: processes, netns, /run gone."""
+    return _down_mid_add(stage, stage.node.power_off, stage.node.boot)
+
+
+def _down_mid_add(stage: Stage, down: Callable[[], object], up: Callable[[], object]) -> str:
     stage.apply(HANG_ADD)
     pending = stage.client.run_pod_future(stage.pod)
     stale = stage.first_add()
-    stage.node.power_off()
+    down()
     assert rpc_error(pending.result).code() == grpc.StatusCode.UNAVAILABLE
     stage.write()
-    stage.node.boot()
+    up()
     stage.client.reconnect()
     stage.net.wait_loaded(stage.client)
     return _stale_outcome(stage, stale)

@@ -30,14 +30,16 @@ HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What every node needs besides the runtime's own binaries.
 NODE_TOOLS = ("runc", "unshare", "nsenter", "gcc", "ip")
 
-# containerd 1.6 and 1.7: config version 2, the CRI plugin in one piece (io.containerd.grpc.v1.cri).
-CONTAINERD_V2 = """\
-version = 2
+# What every containerd config here starts with (after its version line): its own root, state,
+# sockets and opt dir under the node's, debug logs, and the plugins this host cannot run left out
+# (1.6 has no erofs, 2.x no aufs: a version starts with a name it does not have in the list).
+CONTAINERD_COMMON = """\
 root = "{tmp}/root"
 state = "{state}"
 disabled_plugins = [
   "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.erofs",
   "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing",
 ]
 
@@ -51,6 +53,10 @@ disabled_plugins = [
 [plugins]
   [plugins."io.containerd.internal.v1.opt"]
     path = "{tmp}/opt"
+"""
+
+# containerd 1.6 and 1.7: config version 2, the CRI plugin in one piece (io.containerd.grpc.v1.cri).
+CONTAINERD_V2 = "version = 2\n" + CONTAINERD_COMMON + """\
   [plugins."io.containerd.grpc.v1.cri"]
     sandbox_image = "{image}"
     # runc cannot write oom_score_adj in this VM.
@@ -76,26 +82,7 @@ disabled_plugins = [
 # containerd 2.x: config version 3, the CRI plugin split into io.containerd.cri.v1.images (the
 # sandbox image is a pinned image there), io.containerd.cri.v1.runtime (netns, CNI, runtimes) and
 # io.containerd.grpc.v1.cri (the server: streaming); `bin_dirs` replaces the deprecated bin_dir.
-CONTAINERD_V3 = """\
-version = 3
-root = "{tmp}/root"
-state = "{state}"
-disabled_plugins = [
-  "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs",
-  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing",
-]
-
-[grpc]
-  address = "{socket}"
-[ttrpc]
-  address = "{socket}.ttrpc"
-[debug]
-  level = "debug"
-
-[plugins]
-  [plugins."io.containerd.internal.v1.opt"]
-    path = "{tmp}/opt"
+CONTAINERD_V3 = "version = 3\n" + CONTAINERD_COMMON + """\
   [plugins."io.containerd.cri.v1.images"]
     snapshotter = "{snapshotter}"
     [plugins."io.containerd.cri.v1.images".pinned_images]
