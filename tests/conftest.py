@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 INTEGRATION_DIRS = tuple(
     HERE / d
     for d in (
-        "cni_conformance", "reliability", "e2e_containerd", "node_roots", "monitoring",
+        "cni_conformance", "reliability", "e2e_cri", "node_roots", "monitoring",
         "multus_chain",
     )
 )
@@ -56,6 +56,13 @@ def opted_in(config: pytest.Config) -> bool:
     return os.environ.get("DELGUARD_INTEGRATION") == "1" or asked_for(config.option.markexpr)
 
 
+# Tests that read what the rest of the session wrote: README's runtime table is checked against
+# .cache/e2e/matrix.json, which the e2e suites fill as they run, so in a whole run (tools/test.sh,
+# CI) it must come after them to check this run's matrix and not the last one's. pytest runs
+# items in collection order (tests/test_*.py before tests/unit, say), hence this explicit move.
+RUN_LAST = (HERE / "test_readme_matrix.py",)
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects: `-m integration` must see the marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip = None if opted_in(config) else pytest.mark.skip(reason=OPT_IN)
@@ -64,6 +71,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.integration)
             if skip is not None:
                 item.add_marker(skip)
+    items.sort(key=lambda item: Path(str(item.path)) in RUN_LAST)  # stable: the rest keep order
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e-fetch-cri-proto.sh: put the CRI runtime v1 api.proto into the e2e cache, from Debian's package.
 #
-# crictl is not packaged by Debian, so tests/e2e_containerd talks CRI through a Python gRPC client
+# crictl is not packaged by Debian, so tests/e2e_cri talks CRI through a Python gRPC client
 # whose stubs are generated at test time from this proto. Debian trixie's
 # golang-github-kubernetes-cri-api-dev ships it; the .deb is fetched through tools/apt-private.sh
 # (the machine's own mirror, private source list) and unpacked with dpkg-deb -x. Idempotent.

@@ -49,8 +49,8 @@ recipe() { # line module-dir
     (cd "$2" && sha256sum go.mod go.sum)
 }
 
-build() { # tmp module-dir version tags env stamp commands
-    local tmp=$1 module=$2 version=$3 tags=$4 env=$5 stamp=$6 commands=$7 cmd x ldflags=
+build() { # tmp module-dir version tags env stamp commands source
+    local tmp=$1 module=$2 version=$3 tags=$4 env=$5 stamp=$6 commands=$7 source=$8 cmd x ldflags=
     local -a extra=() tagargs=() stamps=()
     [ "$env" = - ] || IFS=, read -r -a extra <<<"$env"
     [ "$tags" = - ] || tagargs=(-tags "$tags")
@@ -61,8 +61,33 @@ build() { # tmp module-dir version tags env stamp commands
         go install "${tagargs[@]}" -ldflags="${ldflags# }" tool)
     IFS=, read -r -a cmds <<<"$commands"
     for cmd in "${cmds[@]}"; do
+        case "$cmd" in
+            *=make:*) make_c "$tmp" "$module" "$source" "${cmd%%=*}" "${cmd#*=make:}" ;;
+        esac
+        cmd=${cmd%%=*}
         [ -x "$tmp/bin/$cmd" ] || die "the build of ${module#"$repo"/} made no bin/$cmd"
     done
+}
+
+# The second recipe: a command of the peer written in C (CRI-O's pinns), built with its own
+# Makefile from the peer's module source as `go mod download` fetched it and verified it against
+# our module's go.sum (GOFLAGS=-mod=readonly: no other version). The source is copied into the
+# build's temp dir (the module cache is read-only) and never into the repository.
+make_c() { # tmp module-dir source command dir
+    local tmp=$1 module=$2 source=$3 cmd=$4 sub=$5 dir
+    dir=$(cd "$module" && GOFLAGS=-mod=readonly go mod download "$source" &&
+        GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' "$source")
+    [ -d "$dir/$sub" ] || die "$source has no $sub/ to build $cmd from"
+    log "make -C $sub (from $source, verified by go.sum) for $cmd"
+    mkdir -p "$tmp/src"
+    cp -R "$dir/$sub" "$tmp/src/$sub"
+    chmod -R u+w "$tmp/src"
+    make -s -C "$tmp/src/$sub" >&2
+    # Its Makefile puts the binary beside the dir (pinns: ../bin/pinns) or in it.
+    for x in "$tmp/src/bin/$cmd" "$tmp/src/$sub/$cmd"; do
+        if [ -x "$x" ]; then mv "$x" "$tmp/bin/$cmd"; break; fi
+    done
+    rm -rf "$tmp/src"
 }
 
 install_row() { # line
@@ -78,7 +103,7 @@ install_row() { # line
     [ -n "$go_checked" ] || { check_go; go_checked=1; }
     local started=$SECONDS
     tmp=$(mktemp -d "$cache/.build-$name-$version.XXXXXX")
-    build "$tmp" "$module" "$version" "$tags" "$env" "$stamp" "$commands"
+    build "$tmp" "$module" "$version" "$tags" "$env" "$stamp" "$commands" "$source"
     printf '%s\n' "$want" >"$tmp/recipe"
     if [ -e "$dest" ]; then
         mv "$dest" "$dest.old.$$"

@@ -38,5 +38,8 @@ tools/build.sh                  # this machine's arch: dist/cni-delguard/
 export DELGUARD_INTEGRATION=1
 # Everything was built above: a test that finds a bundle missing fails instead of skipping.
 export CI=${CI:-1}
+# README's runtime table is checked against this run's matrix (tests/test_readme_matrix.py runs
+# last): the e2e suites write it afresh, no row of an earlier run may stand in for one not run.
+rm -f "${DELGUARD_E2E_CACHE:-$repo/.cache/e2e}/matrix.json"
 # pytest exits 5 when it collected no test: that is a failure here like any other non-zero.
 exec "$python" -m pytest "$@"

@@ -1,7 +1,7 @@
 """A node's mount namespace for tests that run CNI without a runtime: the test's own /run,
 /var/lib/cni and /var/log, held by one process, entered with nsenter by everything the node runs.
 
-What a containerd node of the e2e suite is (tests/e2e_containerd/node.py) without the runtime:
+What a node of the CRI e2e suite is (tests/e2e_cri/node.py) without the runtime:
 multus-daemon, cnitool and the network namespaces all live in one mount namespace, so
 
 - a network namespace made with `ip netns add` inside it (a mount under the node's /run/netns) is

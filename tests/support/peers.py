@@ -27,11 +27,17 @@ class Peer:
     name: str
     version: str
     source: str
-    commands: tuple[str, ...]
+    commands: tuple[str, ...]  # every binary of bin/
     tags: tuple[str, ...]
     env: tuple[str, ...]
     stamp: tuple[str, ...]  # -X linker settings, %v the version
     line: str  # the row as install-peers.sh normalizes it (fields joined by one tab)
+    made: tuple[str, ...] = ()  # the commands built from C with make (NAME=make:DIR), not Go
+
+    @property
+    def go_commands(self) -> tuple[str, ...]:
+        """The commands `go install tool` builds: the `tool`s of our module."""
+        return tuple(c for c in self.commands if c not in self.made)
 
     @property
     def module(self) -> Path:
@@ -76,8 +82,11 @@ def parse(text: str) -> list[Peer]:
         if len(fields) != len(FIELDS):
             raise ValueError(f"pins.tsv line {number}: {len(fields)} fields, not {len(FIELDS)}")
         name, version, source, commands, tags, env, stamp = fields
-        peers.append(Peer(name, version, source, _split(commands), _split(tags), _split(env),
-                          _split(stamp), "\t".join(fields)))
+        listed = _split(commands)
+        names = tuple(c.split("=", 1)[0] for c in listed)
+        made = tuple(c.split("=", 1)[0] for c in listed if "=make:" in c)
+        peers.append(Peer(name, version, source, names, _split(tags), _split(env),
+                          _split(stamp), "\t".join(fields), made))
     return peers
 
 

@@ -20,7 +20,7 @@ def test_row_has_its_module_at_its_version(peer: peers.Peer) -> None:
     assert _requires(go_mod).get(peer.source) == peer.version, go_mod[:400]
     tools = set(re.findall(r"^\s*(?:tool\s+)?(" + re.escape(peer.source) + r"/[\w./-]+)\s*$",
                            go_mod, re.M))
-    assert {t.rsplit("/", 1)[1] for t in tools} == set(peer.commands), tools
+    assert {t.rsplit("/", 1)[1] for t in tools} == set(peer.go_commands), tools
     assert (peer.module / "go.sum").is_file()
 
 
@@ -35,6 +35,7 @@ def test_names_and_versions_are_unique() -> None:
         pytest.param("a v1 m x - - -\n", None, id="one-row"),
         pytest.param("# c\n\n  a v1 m x,y t1,t2 K=V p.V=%v\n", None, id="comments-lists"),
         pytest.param("a v1 m x - -\n", "6 fields", id="short-row"),
+        pytest.param("a v1 m x,c=make:src - - -\n", None, id="a-command-made-from-c"),
     ],
 )
 def test_parse(text: str, error: str | None) -> None:
@@ -44,3 +45,5 @@ def test_parse(text: str, error: str | None) -> None:
         return
     (row,) = peers.parse(text)
     assert row.line == "\t".join(text.split("\n")[-2].split())
+    assert row.commands == tuple(c.split("=")[0] for c in text.split()[-4].split(","))
+    assert set(row.go_commands) | set(row.made) == set(row.commands)

@@ -1,16 +1,22 @@
-"""A throwaway containerd "node": own config, root, state, socket and CNI dirs, in one temp dir.
+"""A throwaway node for one runtime row (runtimes.py): own config, root, state, socket and CNI dirs,
+in one temp dir.
 
-containerd is never run as a system service and never touches the machine's /run/containerd:
+The runtime is never run as a system service and never touches the machine's /run/containerd,
+/var/lib/containerd, /run/crio or /var/lib/containers:
 
 - A holder process owns a private mount namespace (unshare --mount --propagation private) in which
   <tmp>/run is bind-mounted over /run (containerd-shim-runc-v2 puts its sockets under
   /run/containerd/s, a path compiled in) and <tmp>/var-lib-cni over /var/lib/cni (libcni's result
-  cache, which go-cni in containerd 1.6 cannot move). Every containerd of this node is started
-  inside that namespace with nsenter, so a restarted containerd finds the shims, netns mounts and
+  cache, which go-cni in containerd 1.6 cannot move). Every runtime of this node is started
+  inside that namespace with nsenter, so a restarted runtime finds the shims, netns mounts and
   snapshot mounts of the killed one, as on a real node.
+- reboot() is a node's reboot as the runtime sees it: every process of the node killed, the
+  holder (and so every mount: netns, rootfs, /run) gone, /run and the runtime's volatile state
+  emptied, the cgroups removed; disk (root, /var/lib/cni, the CNI dirs) kept; then a new holder
+  and the runtime started again.
 - Pods get the cgroup parent /<name>, so their cgroups are found and removed afterwards.
-- teardown() ends containerd, every process left in the namespace or the cgroups, the holder (and
-  with it every mount), the cgroups and the temp dir, and deletes the test's bridge device.
+- teardown() ends the runtime, every process left in the namespace or the cgroups, the holder (and
+  with it every mount), the cgroups and the temp dir, and deletes the test's bridge devices.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from tests.e2e_containerd import pause_image
+from tests.e2e_cri import pause_image
+from tests.e2e_cri.runtimes import Paths, Runtime
 from tests.support.waiting import descendants, pid_alive, wait_for, wait_gone
 
 HOLDER = r"""
@@ -38,77 +45,27 @@ print("ready", flush=True)
 sys.stdin.read()
 """
 
-CONFIG = """\
-version = 2
-root = "{tmp}/root"
-state = "{tmp}/state"
-disabled_plugins = [
-  "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing",
-]
-
-[grpc]
-  address = "{tmp}/containerd.sock"
-[ttrpc]
-  address = "{tmp}/containerd.sock.ttrpc"
-[debug]
-  level = "debug"
-
-[plugins]
-  [plugins."io.containerd.internal.v1.opt"]
-    path = "{tmp}/opt"
-  [plugins."io.containerd.grpc.v1.cri"]
-    sandbox_image = "{image}"
-    # runc cannot write oom_score_adj in this VM.
-    restrict_oom_score_adj = true
-    netns_mounts_under_state_dir = true
-    disable_apparmor = true
-    enable_selinux = false
-    stream_server_address = "127.0.0.1"
-    stream_server_port = "0"
-    [plugins."io.containerd.grpc.v1.cri".containerd]
-      snapshotter = "{snapshotter}"
-      default_runtime_name = "runc"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-        runtime_type = "io.containerd.runc.v2"
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-          Root = "{tmp}/runc"
-    [plugins."io.containerd.grpc.v1.cri".cni]
-      bin_dir = "{tmp}/cni/bin"
-      conf_dir = "{tmp}/cni/net.d"
-      max_conf_num = 1
-"""
-
 DEBIAN_CNI = Path("/usr/lib/cni")
-TOOLS = ("containerd", "ctr", "runc", "containerd-shim-runc-v2", "unshare", "nsenter", "gcc")
-
-
-def missing_tools() -> list[str]:
-    return [tool for tool in TOOLS if shutil.which(tool) is None]
-
-
-def containerd_version() -> str:
-    out = subprocess.run(["containerd", "--version"], capture_output=True, text=True, check=True)
-    return out.stdout.strip()
+START_BOUND = 90  # seconds a runtime may take to answer after start (under the other helpers' load)
 
 
 @dataclass
 class Node:
     tmp: Path
     name: str  # also the cgroup parent and the bridge device's prefix
+    runtime: Runtime
     snapshotter: str = "overlayfs"
     holder: subprocess.Popen[str] | None = None
-    containerd: subprocess.Popen[bytes] | None = None
+    daemon: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = None
     starts: int = 0
     notes: list[str] = field(default_factory=list)
 
     @classmethod
-    def create(cls) -> Node:
+    def create(cls, runtime: Runtime) -> Node:
         # Short path: unix socket paths are limited to 108 bytes.
         tmp = Path(tempfile.mkdtemp(prefix="dge2e-", dir="/tmp"))
-        node = cls(tmp=tmp, name=tmp.name.replace("_", "x"))
+        node = cls(tmp=tmp, name=tmp.name.replace("_", "x"), runtime=runtime)
         for sub in ("run", "var-lib-cni", "cni/bin", "cni/net.d", "opt", "runc", "logs"):
             (tmp / sub).mkdir(parents=True)
         return node
@@ -117,7 +74,7 @@ class Node:
 
     @property
     def socket(self) -> Path:
-        return self.tmp / "containerd.sock"
+        return self.tmp / "cri.sock"
 
     @property
     def cni_bin(self) -> Path:
@@ -138,7 +95,12 @@ class Node:
 
     @property
     def log_path(self) -> Path:
-        return self.tmp / "logs" / "containerd.log"
+        return self.tmp / "logs" / "runtime.log"
+
+    def paths(self) -> Paths:
+        return Paths(tmp=self.tmp, socket=self.socket, state=self.tmp / "run" / "rt-state",
+                     cni_bin=self.cni_bin, cni_conf=self.cni_conf, image=pause_image.IMAGE_REF,
+                     snapshotter=self.snapshotter)
 
     # --- set-up ------------------------------------------------------------------------------
 
@@ -153,6 +115,8 @@ class Node:
         import json
 
         path = self.cni_conf / "10-e2e.conflist"
+        # Renamed within the dir: containerd 1.6 ignores a file created in (or moved into) its conf
+        # dir and reloads on a write or a rename; the .tmp name is no conf to either runtime.
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(conf, indent=1), encoding="utf-8")
         tmp.rename(path)
@@ -174,88 +138,101 @@ class Node:
         assert self.holder is not None
         return os.readlink(f"/proc/{self.holder.pid}/ns/mnt")
 
-    # --- containerd --------------------------------------------------------------------------
+    # --- the runtime -------------------------------------------------------------------------
 
     def write_config(self) -> Path:
-        path = self.tmp / "config.toml"
-        path.write_text(
-            CONFIG.format(tmp=self.tmp, image=pause_image.IMAGE_REF, snapshotter=self.snapshotter),
-            encoding="utf-8",
-        )
+        path = self.tmp / "runtime.conf"
+        path.write_text(self.runtime.render_config(self.paths()), encoding="utf-8")
+        self.runtime.write_files(self.paths())
         return path
 
-    def start_containerd(self) -> None:
-        assert self.holder is not None and self.containerd is None
+    def start_runtime(self) -> None:
+        assert self.holder is not None and self.daemon is None
         config = self.write_config()
         self.starts += 1
         self._log = self.log_path.open("ab")
         self._log.write(f"\n===== start {self.starts} =====\n".encode())
         self._log.flush()
-        # nsenter execs containerd in place (no fork for a mount namespace): pid is containerd's.
-        self.containerd = subprocess.Popen(
+        # nsenter execs the runtime in place (no fork for a mount namespace): pid is the runtime's.
+        self.daemon = subprocess.Popen(
             ["nsenter", f"--mount=/proc/{self.holder.pid}/ns/mnt", "--",
-             "containerd", "--config", str(config)],
+             *self.runtime.argv(config)],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            env=self.runtime.env(),
         )
-        wait_for(self._answers, f"containerd to answer on {self.socket}", timeout=60)
+        wait_for(self._answers, f"{self.runtime.key} to answer on {self.socket}",
+                 timeout=START_BOUND, every=0.2)
 
     def _answers(self) -> bool:
-        assert self.containerd is not None
-        if self.containerd.poll() is not None:
-            code = self.containerd.returncode
-            raise RuntimeError(f"containerd exited with {code}:\n{self.log_tail()}")
-        if not self.socket.exists():
-            return False
-        out = self.ctr("version", check=False)
-        return out.returncode == 0 and "Server:" in out.stdout
+        assert self.daemon is not None
+        if self.daemon.poll() is not None:
+            code = self.daemon.returncode
+            raise RuntimeError(f"{self.runtime.key} exited with {code}:\n{self.log_tail()}")
+        return self.runtime.answers(self.socket)
 
-    def ctr(
-        self, *args: str, check: bool = True, timeout: float = 60
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["ctr", "-a", str(self.socket), "-n", "k8s.io", *args],
-            capture_output=True, text=True, check=check, timeout=timeout,
-        )
+    def ctr(self, *args: str, check: bool = True,
+            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return self.runtime.ctr(self.socket, *args, check=check, timeout=timeout)
 
     def overlayfs_ok(self) -> bool:
-        out = self.ctr("plugins", "ls").stdout
-        return bool(re.search(r"io\.containerd\.snapshotter\.v1\s+overlayfs\s+\S+\s+ok", out))
+        return self.runtime.overlayfs_ok(self.socket)
 
-    def kill_containerd(self, with_plugins: bool = True) -> list[int]:
-        """SIGKILL containerd (and, as a crash of the node would, the CNI plugins it runs)."""
-        assert self.containerd is not None
-        pid = self.containerd.pid
+    def kill_runtime(self, with_plugins: bool = True) -> list[int]:
+        """SIGKILL the runtime (and, as a crash of the node would, the CNI plugins it runs)."""
+        assert self.daemon is not None
+        pid = self.daemon.pid
         plugins = descendants(pid) if with_plugins else []
         os.kill(pid, signal.SIGKILL)
         for child in plugins:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGKILL)
-        self.containerd.wait(timeout=30)
-        wait_gone(plugins, "the killed containerd's CNI plugins to exit")
+        self.daemon.wait(timeout=30)
+        wait_gone(plugins, "the killed runtime's CNI plugins to exit")
         self._close_log()
-        self.containerd = None
+        self.daemon = None
         return plugins
 
-    def stop_containerd(self) -> None:
-        if self.containerd is None:
+    def stop_runtime(self) -> None:
+        if self.daemon is None:
             return
-        self.containerd.terminate()
+        self.daemon.terminate()
         try:
-            self.containerd.wait(timeout=20)
+            self.daemon.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            self.containerd.kill()
-            self.containerd.wait(timeout=20)
+            self.daemon.kill()
+            self.daemon.wait(timeout=20)
         self._close_log()
-        self.containerd = None
+        self.daemon = None
 
     def _close_log(self) -> None:
         if self._log is not None:
             self._log.close()
             self._log = None
 
-    def restart_containerd(self) -> None:
-        self.kill_containerd()
-        self.start_containerd()
+    def restart_runtime(self) -> None:
+        self.kill_runtime()
+        self.start_runtime()
+
+    def power_off(self) -> None:
+        """What a node's power loss does to the runtime: processes, mounts, /run and cgroups gone.
+
+        Disk stays: the runtime's root, /var/lib/cni (libcni's cache, multus's), the CNI dirs."""
+        if self.daemon is not None:
+            self.kill_runtime()
+        self._kill_leftovers()
+        self._stop_holder()  # its namespace held every mount: netns, rootfs, /run
+        self._remove_cgroups()
+        for volatile in (self.tmp / "run", self.tmp / "runc"):
+            shutil.rmtree(volatile)
+            volatile.mkdir()
+
+    def boot(self) -> None:
+        self.start_holder()
+        self.start_runtime()
+
+    def reboot(self) -> None:
+        self.power_off()
+        self.boot()
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -264,15 +241,18 @@ class Node:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
     def import_image(self, archive: Path) -> None:
-        self.ctr("images", "import", "--snapshotter", self.snapshotter, str(archive))
+        self.runtime.import_image(self.paths(), archive)
 
     # --- teardown ----------------------------------------------------------------------------
 
     def teardown(self) -> list[str]:
         """Remove everything this node made; return what could not be removed."""
         problems: list[str] = []
-        for step in (self.stop_containerd, self._kill_leftovers, self._stop_holder,
+        for step in (self.stop_runtime, self._kill_leftovers, self._stop_holder,
                      self._remove_cgroups, self._remove_bridges, self._remove_tmp):
             try:
                 step()

@@ -169,7 +169,14 @@ class CriClient:
             hostname=pod.name,
             # Own DNS settings, so the host's resolv.conf is never read.
             dns_config=pb.DNSConfig(servers=["127.0.0.1"], searches=[], options=[]),
-            linux=pb.LinuxPodSandboxConfig(cgroup_parent=self._cgroup_parent),
+            # As the kubelet asks for a pod without shareProcessNamespace: a PID namespace per
+            # container (so CRI-O runs no infra container), network and IPC per pod.
+            linux=pb.LinuxPodSandboxConfig(
+                cgroup_parent=self._cgroup_parent,
+                security_context=pb.LinuxSandboxSecurityContext(
+                    namespace_options=pb.NamespaceOption(
+                        network=pb.NamespaceMode.POD, pid=pb.NamespaceMode.CONTAINER,
+                        ipc=pb.NamespaceMode.POD))),
         )
 
     def run_pod(self, pod: PodSpec, timeout: float = 60) -> str:

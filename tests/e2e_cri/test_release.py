@@ -1,4 +1,4 @@
-"""End to end on a real containerd: a sandbox whose completed ADD can never be deleted, freed by
+"""End to end on every runtime row: a sandbox whose completed ADD can never be deleted, freed by
 `cni-delguard release --pod`.
 
 Debian's bridge + host-local behind the guard; once the pod runs, host-local's store becomes
@@ -18,25 +18,23 @@ import time
 import pytest
 
 from cni_delguard.ops import stuck
-from tests.e2e_containerd.cri import CriClient, PodSpec
-from tests.e2e_containerd.node import Node
-from tests.e2e_containerd.scenario import (
+from tests.e2e_cri.cri import CriClient, PodSpec
+from tests.e2e_cri.node import Node
+from tests.e2e_cri.scenario import (
     NETWORK,
     Network,
+    assert_name_reserved,
+    assert_ready,
     bridge_conf,
     broken_ipam_dir,
     details,
+    guard_del_lines,
     guard_log,
     guard_state,
     ipam_dir,
     markers,
     rpc_error,
-)
-from tests.e2e_containerd.test_stale_sandbox import (
-    DESTROY_FAILED,
-    assert_name_reserved,
-    assert_ready,
-    guard_del_lines,
+    skip_unless_failed_dels_block,
 )
 from tests.support.guard import guard_argv
 
@@ -54,6 +52,7 @@ def release(node: Node, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_release_frees_a_sandbox_whose_del_always_fails(node: Node, client: CriClient) -> None:
+    skip_unless_failed_dels_block(node)
     net, pod = Network(node, guarded=True), PodSpec("release", uid=UID)
     net.apply(client, [bridge_conf(node)])
     sandbox = client.run_pod(pod)
@@ -66,8 +65,9 @@ def test_release_frees_a_sandbox_whose_del_always_fails(node: Node, client: CriC
     net.apply(client, [bridge_conf(node, broken_ipam_dir(node))])
     for call in (client.stop_pod, client.remove_pod):
         err = rpc_error(call, sandbox)
-        assert DESTROY_FAILED in details(err) and "not a directory" in details(err), details(err)
-    assert_name_reserved(client, PodSpec("release", uid=UID, attempt=0), sandbox)
+        text = details(err)
+        assert node.runtime.messages.destroy_failed in text and "not a directory" in text, text
+    assert_name_reserved(node, client, PodSpec("release", uid=UID, attempt=0), sandbox)
     failed = guard_del_lines(node, sandbox)
     assert failed and {x["decision"] for x in failed} == {"forward-strict"}, failed
     assert {(x["pod"], x["podUID"]) for x in failed} == {(f"{pod.namespace}/release", UID)}

@@ -1,0 +1,186 @@
+"""Fixtures for the CRI end-to-end tests: a fresh node per test and runtime row, torn down even on
+failure.
+
+Every test that takes `node` runs once per row of runtimes.RUNTIMES (its id names the row:
+containerd-1.6, containerd-2.1, ...). A row whose binaries are missing is skipped with the reason,
+and so is everything where no runtime can run (not root, no mount namespace); in CI (CI=true),
+where tools/test.sh installs and builds everything first, either is a failure instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e_cri import cri, pause_image
+from tests.e2e_cri.node import Node
+from tests.e2e_cri.runtimes import RUNTIMES, Runtime
+from tests.support.chains import Chain
+from tests.support.fakes import install_fake
+from tests.support.guard import under_test
+from tests.support.stateful_chain import FakeStateful
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("DELGUARD_E2E_CACHE", str(REPO / ".cache" / "e2e")))
+# What can sit behind the guard, by the matrix's delegate name: each scenario of test_matrix.py
+# runs with each. A chain is one entry here (tests/support/chains.py's protocol).
+CHAINS: dict[str, Callable[[], Chain]] = {"fake-stateful": FakeStateful}
+_versions: dict[str, str] = {}  # runtime key -> version as its binary reported it, this run
+
+
+def _why_no_runtime_can_run() -> str | None:
+    if os.geteuid() != 0:
+        return "CRI end-to-end tests need root"
+    if shutil.which("unshare") is None:
+        return "missing unshare: run tools/install-e2e-deps.sh as root"
+    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"],
+                           capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        return f"no private mount namespace here: {probe.stderr.strip()}"
+    return None
+
+
+def _skip_or_fail(why: str) -> None:
+    if os.environ.get("CI") and os.geteuid() == 0:
+        pytest.fail(f"CRI e2e cannot run in CI: {why}")
+    pytest.skip(f"SKIPPED CRI e2e: {why}")
+
+
+def pytest_report_header() -> list[str]:
+    lines = [f"guard under test: {under_test()}"]
+    for row in RUNTIMES:
+        why = row.missing()
+        lines.append(f"{row.key}: {why or row.version()}")
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The runtimes the scenarios ran against, in every run's output (not only with -s)."""
+    for key, version in sorted(_versions.items()):
+        terminalreporter.write_line(f"CRI e2e ran against: {key} {version} (guard: {under_test()})")
+
+
+@pytest.fixture(scope="session")
+def e2e_ready() -> None:
+    """Fails or skips once per session when no runtime can run here at all."""
+    reason = _why_no_runtime_can_run()
+    if reason is not None:
+        _skip_or_fail(reason)
+
+
+@pytest.fixture(params=RUNTIMES, ids=[r.key for r in RUNTIMES])
+def runtime(request: pytest.FixtureRequest, e2e_ready: None) -> Runtime:
+    """One row of runtimes.RUNTIMES, known to be installed."""
+    row: Runtime = request.param
+    why = row.missing()
+    if why is not None:
+        _skip_or_fail(f"{row.key}: {why}")
+    if row.key not in _versions:
+        _versions[row.key] = row.version()
+        print(f"\n[e2e] {row.key}: {_versions[row.key]}")
+    return row
+
+
+@pytest.fixture
+def runtime_version(runtime: Runtime) -> str:
+    """The version as the runtime's binary reports it (what the matrix records)."""
+    return _versions[runtime.key]
+
+
+@pytest.fixture(scope="session")
+def stubs(e2e_ready: None) -> cri.Stubs:
+    return cri.load_stubs(CACHE)
+
+
+@pytest.fixture(scope="session")
+def pause_archive(e2e_ready: None) -> Iterator[Path]:
+    work = Path(tempfile.mkdtemp(prefix="dge2e-image-"))
+    try:
+        yield pause_image.build(work)
+    finally:
+        shutil.rmtree(work)
+
+
+@pytest.fixture
+def node(runtime: Runtime, pause_archive: Path) -> Iterator[Node]:
+    """A running runtime with the pause image, loopback, bridge, host-local and the fake.
+
+    The guard is installed by the scenarios that use it (scenario.Network with guarded=True).
+    """
+    node = Node.create(runtime)
+    try:
+        node.install_debian_plugins()
+        install_fake(node.cni_bin)
+        node.start_holder()
+        node.start_runtime()
+        if not node.overlayfs_ok():
+            node.notes.append("overlayfs unusable here: native snapshotter")
+            node.stop_runtime()
+            node.snapshotter = "native"
+            node.start_runtime()
+        node.import_image(pause_archive)
+        yield node
+    finally:
+        log = node.log_tail(60)
+        problems = node.teardown()
+        assert not problems, f"node teardown left things behind: {problems}\n{log}"
+
+
+@pytest.fixture
+def client(node: Node, stubs: cri.Stubs) -> Iterator[cri.CriClient]:
+    """A CRI client on the node's socket, handed out once CRI knows the pause image."""
+    from tests.support.waiting import wait_for
+
+    client = cri.CriClient(node.socket, stubs, node.cgroup_parent)
+    try:
+        if node.runtime.needs_image:
+            wait_for(lambda: client.image_known(pause_image.IMAGE_REF),
+                     "CRI to see the pause image")
+        else:
+            wait_for(lambda: _answers(client), "CRI to answer Version")
+        yield client
+    finally:
+        remove_all_pods(client)
+        client.close()
+
+
+def _answers(client: cri.CriClient) -> bool:
+    import grpc
+
+    try:
+        return bool(client.version().runtime_name)
+    except grpc.RpcError:
+        return False
+
+
+def remove_all_pods(client: cri.CriClient) -> None:
+    """Best effort, before the node goes: the runtime's own removal where it still works."""
+    import grpc
+
+    try:
+        pods = client.list_pods()
+    except grpc.RpcError:
+        return
+    for pod in pods:
+        for call in (client.stop_pod, client.remove_pod):
+            try:
+                call(pod.id, timeout=20)
+            except grpc.RpcError:
+                break
+
+
+@pytest.fixture(params=list(CHAINS))
+def chain(request: pytest.FixtureRequest, node: Node) -> Iterator[Chain]:
+    """A chain started for this node: its plugins in the node's bin dir, its work dir inside."""
+    made = CHAINS[request.param]()
+    try:
+        made.start(node.cni_bin, node.tmp / "chain", node.cni_cache)
+        yield made
+    finally:
+        made.stop()
