@@ -10,6 +10,8 @@
 - The bundle's loader searches only the bundle: a node whose lib dirs hold poisoned libraries
   (a libc, a libz) never gets one loaded into the guard, not even one the bundle lacks.
 - The guard's process name (comm) is cni-delguard, whatever name it was exec'd by.
+- OpenSSL never starts in the plugin: an OpenSSL config in the runtime's environment (or the
+  host's default one) that names a provider module never gets that module loaded into the guard.
 
 Against the frozen build of main (41b7b80), 14 of these 22 cases failed (every finding at least
 once); the others (with /proc, a complete bundle) are checks that the fixes broke nothing.
@@ -159,6 +161,53 @@ def test_the_delegate_gets_the_runtimes_preload_and_loads_it_the_guard_does_not(
     loaded = hostlibs.marks(marks)
     assert [comm for pid, comm in loaded if pid != proc.pid], "the delegate did not load it"
     assert [pid for pid, _ in loaded if pid == proc.pid] == [], loaded
+
+
+OPENSSL_CNF = """openssl_conf = init
+[init]
+providers = providers
+[providers]
+dgbn = dgbn
+[dgbn]
+module = {module}
+activate = 1
+"""
+
+
+def test_openssl_never_starts_in_the_plugin(tmp_path: Path, frozen: Path, libs: Path) -> None:
+    """An OpenSSL config can name provider modules, which OpenSSL loads by absolute path when it
+    starts: host code in the guard. pydantic imports secrets -> hmac -> _hashlib, which started
+    the bundled libcrypto on the first ADD of every config (its validation) and read the host's
+    /usr/lib/ssl/openssl.cnf or $OPENSSL_CONF; with _hashlib left out of the bundle nothing in
+    the plugin starts OpenSSL (hashlib and hmac fall back to CPython's own digests). The config
+    here names the marker library as a provider: the first ADD, a second one and a stale DEL
+    never load it (on the bundle of 41b7b80 the first ADD did)."""
+    lab = tmp_path
+    (lab / "bin").mkdir()
+    (lab / "state").mkdir(mode=0o700)
+    (lab / "bin/cni-delguard").symlink_to(frozen / "cni-delguard")
+    dumper = lab / "bin/env-dumper"
+    dumper.write_text("#!/bin/sh\n" + ENV_DUMPER)
+    dumper.chmod(0o755)
+    marks = lab / "marks"
+    cnf = lab / "openssl.cnf"
+    cnf.write_text(OPENSSL_CNF.format(module=libs / "libdgbn-marker.so"))
+    conf = {"cniVersion": "1.0.0", "name": "n", "type": "cni-delguard",
+            "delegate": {"type": "env-dumper"}, "stateDir": str(lab / "state"),
+            "logFile": str(lab / "log")}
+    base = {"CNI_IFNAME": "eth0", "CNI_NETNS": "/var/run/netns/none", "CNI_PATH": str(lab / "bin"),
+            "PATH": "/usr/bin:/bin", "OPENSSL_CONF": str(cnf), "DGBN_MARKS": str(marks),
+            "DUMP_TO": str(lab / "delegate.env")}
+    pids = []
+    for command, container in (("ADD", "ossl-1"), ("ADD", "ossl-2"), ("DEL", "ossl-none")):
+        env = {**base, "CNI_COMMAND": command, "CNI_CONTAINERID": container}
+        with subprocess.Popen([str(lab / "bin/cni-delguard")], env=env, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+            out, err = proc.communicate(json.dumps(conf).encode(), timeout=60)
+        assert proc.returncode == 0, (command, out, err)
+        pids.append(proc.pid)
+    assert [pid for pid, _ in hostlibs.marks(marks) if pid in pids] == [], hostlibs.marks(marks)
+    assert not list(frozen.glob("_internal/**/_hashlib*")), "_hashlib is back in the bundle"
 
 
 # -- a CNI error for every failure after the launcher's exec -------------------------------------
