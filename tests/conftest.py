@@ -26,7 +26,8 @@ from tests.support import hostdefaults
 HERE = Path(__file__).resolve().parent
 INTEGRATION_DIRS = tuple(
     HERE / d
-    for d in ("cni_conformance", "reliability", "e2e_containerd", "node_roots", "monitoring")
+    for d in ("cni_conformance", "reliability", "e2e_containerd", "e2e_kubelet", "node_roots",
+              "monitoring")
 )
 # Markers that by themselves mean root and the host's namespaces, wherever the test lives.
 ROOT_MARKERS = ("netns", "containerd", "image")

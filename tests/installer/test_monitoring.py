@@ -25,8 +25,9 @@ import yaml
 from cni_delguard.cli import build_parser
 from cni_delguard.node import endpoint
 from cni_delguard.ops import series
+from tests.support.kustomize import render, render_all
 
-from .test_manifests import VERSIONS, pod, render, render_all
+from .test_manifests import VERSIONS, pod
 
 REPO = Path(__file__).resolve().parents[2]
 COMPONENT = REPO / "installer/kustomize/components/monitoring"
