@@ -2,7 +2,7 @@
 
 The kubelet's GC runs once a minute (pkg/kubelet/kubelet.go ContainerGCPeriod), so a verdict
 takes minutes. The runs are independent nodes (each its own containerd and kubelet), so the
-selected ones are started at once, DELGUARD_KUBELET_NODES at a time (default 4), the longest
+selected ones are started at once, DELGUARD_KUBELET_NODES at a time (default 7), the longest
 first, and each test waits for its own run's evidence. Every node is torn down by its run,
 also when it fails; an interrupted session cancels the runs not started.
 
