@@ -25,18 +25,18 @@ HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CNI_CONF = "/etc/cni/net.d"  # inside the node's mount namespace
 CNI_BIN = "/opt/cni/bin"
 
-_DISABLED = """\
+# What every containerd of the suite shares: its root on disk, its state under the node's /run
+# (gone after a "reboot"), its sockets, debug logs; {version} is the config format's.
+_COMMON = """\
+version = {version}
+root = "{tmp}/root"
+state = "{tmp}/run/containerd-state"
 disabled_plugins = [
   "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
   "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing",
 ]
-"""
 
-# containerd 1.6: config version 2, the CRI plugin in one piece. runc's cgroup driver is
-# cgroupfs (SystemdCgroup false, the default), the kubelet's too: there is no systemd here.
-CONFIG_V2 = (
-    'version = 2\nroot = "{tmp}/root"\nstate = "{tmp}/run/containerd-state"\n' + _DISABLED + """
 [grpc]
   address = "{socket}"
 [ttrpc]
@@ -47,6 +47,11 @@ CONFIG_V2 = (
 [plugins]
   [plugins."io.containerd.internal.v1.opt"]
     path = "{tmp}/opt"
+"""
+
+# containerd 1.6: config version 2, the CRI plugin in one piece. runc's cgroup driver is
+# cgroupfs (SystemdCgroup false, the default), the kubelet's too: there is no systemd here.
+CONFIG_V2 = _COMMON.replace("{version}", "2") + """\
   [plugins."io.containerd.grpc.v1.cri"]
     sandbox_image = "{image}"
     # runc cannot write oom_score_adj in this VM.
@@ -67,23 +72,12 @@ CONFIG_V2 = (
       bin_dir = "{cni_bin}"
       conf_dir = "{cni_conf}"
       max_conf_num = 1
-""")
+"""
 
 # containerd 2.x: config version 3. The CRI plugin is split: io.containerd.cri.v1.images (the
 # sandbox image is a pinned image there), io.containerd.cri.v1.runtime (netns, CNI, runtimes:
 # `bin_dirs` replaces bin_dir) and io.containerd.grpc.v1.cri (the streaming server).
-CONFIG_V3 = (
-    'version = 3\nroot = "{tmp}/root"\nstate = "{tmp}/run/containerd-state"\n' + _DISABLED + """
-[grpc]
-  address = "{socket}"
-[ttrpc]
-  address = "{socket}.ttrpc"
-[debug]
-  level = "debug"
-
-[plugins]
-  [plugins."io.containerd.internal.v1.opt"]
-    path = "{tmp}/opt"
+CONFIG_V3 = _COMMON.replace("{version}", "3") + """\
   [plugins."io.containerd.cri.v1.images"]
     snapshotter = "{snapshotter}"
     [plugins."io.containerd.cri.v1.images".pinned_images]
@@ -107,7 +101,7 @@ CONFIG_V3 = (
   [plugins."io.containerd.grpc.v1.cri"]
     stream_server_address = "127.0.0.1"
     stream_server_port = "0"
-""")
+"""
 
 
 @dataclass(frozen=True)
