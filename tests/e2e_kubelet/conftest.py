@@ -26,7 +26,7 @@ from tests.e2e_containerd import cri, pause_image
 from tests.e2e_kubelet import kubelet
 from tests.e2e_kubelet.installer_pod import ImageArchive
 from tests.e2e_kubelet.scenarios import RUNS, Evidence, Run, run, workers
-from tests.e2e_kubelet.site import Shared
+from tests.e2e_kubelet.site import Shared, skip_or_fail
 from tests.support.guard import frozen_or_skip, under_test
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,12 +45,6 @@ def why_not_here() -> str | None:
     if probe.returncode != 0:
         return f"no private mount and network namespaces here: {probe.stderr.strip()}"
     return kubelet.missing()
-
-
-def skip_or_fail(why: str) -> None:
-    if os.environ.get("CI") and os.geteuid() == 0:
-        pytest.fail(f"kubelet suite cannot run in CI: {why}")
-    pytest.skip(f"SKIPPED kubelet suite: {why}")
 
 
 @pytest.fixture(scope="session")

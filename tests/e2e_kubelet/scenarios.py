@@ -28,7 +28,15 @@ from typing import Any
 from tests.e2e_kubelet import installer_pod
 from tests.e2e_kubelet.kubelet import GC_PERIOD, is_ready
 from tests.e2e_kubelet.runtimes import RUNTIMES, Runtime
-from tests.e2e_kubelet.site import DELEGATE, READY_BOUND, Shared, Site, elapsed, site
+from tests.e2e_kubelet.site import (
+    DELEGATE,
+    READY_BOUND,
+    Shared,
+    Site,
+    elapsed,
+    site,
+    skip_or_fail,
+)
 from tests.support import matrix, records
 from tests.support.guard import guard_argv
 from tests.support.waiting import wait_for
@@ -328,6 +336,9 @@ RUNS = _runs()
 
 def run(spec: Run, shared: Shared) -> Evidence:
 
+    why = spec.runtime.missing()
+    if why is not None:
+        skip_or_fail(f"{spec.runtime.key}: {why}")
     ev = Evidence(spec.scenario, spec.runtime.key, spec.runtime.version(), spec.guard)
     guarded = spec.guard and spec.scenario != "installer"  # the installer wraps by itself
     try:

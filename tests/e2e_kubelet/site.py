@@ -13,6 +13,7 @@ what the fake was asked (its record file), and the runtime's log.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -129,6 +130,15 @@ def site(runtime: Runtime, guarded: bool, shared: Shared) -> Iterator[Site]:
             client.close()
         problems = node.teardown()
         assert not problems, f"node teardown left things behind: {problems}"
+
+
+def skip_or_fail(why: str) -> None:
+    """Skip what cannot run here; under CI (root, everything built by tools/test.sh), fail."""
+    import pytest
+
+    if os.environ.get("CI") and os.geteuid() == 0:
+        pytest.fail(f"kubelet suite cannot run in CI: {why}")
+    pytest.skip(f"SKIPPED kubelet suite: {why}")
 
 
 def elapsed(since: float) -> float:
