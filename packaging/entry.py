@@ -16,6 +16,25 @@ import sys
 from cni_delguard.cli import run
 
 
+def _started() -> None:
+    """Tell the launcher's sentinel (packaging/launcher/launcher.c) that the guard's own code
+    runs from here on: the runtime's stderr back on fd 2, one byte into the start pipe. Until
+    this point a failure (the loader, libpython, the standard library, the import above) leaves
+    the sentinel to print the CNI error; from here on the guard's own boundary does (cli.main).
+    The variable is removed first: the delegate gets the runtime's environment."""
+    value = os.environ.pop("_DELGUARD_START", None)
+    if value is None:
+        return  # not started by the launcher for a CNI call, or no sentinel could be had
+    try:
+        start, saved = (int(fd) for fd in value.split(","))
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.write(start, b"1")
+        os.close(start)
+    except (OSError, ValueError):  # the sentinel's own failure: it speaks, the guard runs
+        pass
+
+
 def _exit_status(code: object) -> int:
     """What the interpreter would make of SystemExit(code)."""
     if code is None:
@@ -41,4 +60,5 @@ def main() -> None:
     os._exit(status)
 
 
+_started()
 main()

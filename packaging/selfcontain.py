@@ -16,7 +16,12 @@ Alpine) every ADD and DEL would fail. So, after PyInstaller:
    dependencies with `--inhibit-cache --library-path _internal`, resolves every one inside the
    bundle;
 3. every ELF file is checked to be of one machine (no stray file of another arch);
-4. `_internal/delguard-build.json` says what was built: the arch (from that machine), the build
+4. the bundle's loader is sealed: its compiled-in host paths are rewritten in place, each to a
+   path of the same length under a kernel filesystem that can hold no library (below /dev/null,
+   a device, or /sys), so it reads no /etc/ld.so.preload and no /etc/ld.so.cache and searches no
+   host lib dir: `--library-path _internal` is the only place a library can come from (see
+   SEALED and packaging/README.md, "Preloads and the host's lib dirs");
+5. `_internal/delguard-build.json` says what was built: the arch (from that machine), the build
    Python's version and the glibc copied in (read by cni_delguard/buildinfo.py: `--version`, and
    the manifest of a version the installer puts on a node).
 
@@ -46,8 +51,72 @@ ARCH_OF_MACHINE = {"Advanced Micro Devices X86-64": "amd64", "AArch64": "arm64"}
 BUILD_INFO = "delguard-build.json"  # cni_delguard/buildinfo.py's FILE
 
 
+# glibc's loader (2.36) has these paths compiled in, at offsets and lengths fixed in its code (the
+# lengths are folded into it: a string cannot grow or shrink, and `_dl_init_paths` asserts that a
+# system dir starts with '/'). Each is replaced by a path of the same length that no host can
+# hold a file at: below /dev/null (a character device: ENOTDIR) or in /sys (sysfs: only the kernel
+# makes entries there, and none is a library). The system dirs appear twice in the loader.
+_NOWHERE = b"/dev/null/"
+_SYSFS_OF_LENGTH = {5: b"/sys/", 9: b"/sys/dev/"}
+HOST_FILES = (b"/etc/ld.so.preload", b"/etc/ld.so.cache")
+SYSTEM_DIRS = {
+    "x86_64": (b"/lib/x86_64-linux-gnu/", b"/usr/lib/x86_64-linux-gnu/", b"/lib/", b"/usr/lib/"),
+    "aarch64": (b"/lib/aarch64-linux-gnu/", b"/usr/lib/aarch64-linux-gnu/", b"/lib/", b"/usr/lib/"),
+}
+
+
 class SelfContainError(Exception):
     pass
+
+
+def nowhere(path: bytes) -> bytes:
+    """A path as long as `path` (a dir when it ends in '/') where no host can hold a file."""
+    size, is_dir = len(path), path.endswith(b"/")
+    if size in _SYSFS_OF_LENGTH and is_dir:
+        return _SYSFS_OF_LENGTH[size]
+    filler = size - len(_NOWHERE) - int(is_dir)
+    if filler < 1:
+        raise SelfContainError(f"no sealed path of {size} bytes for {path!r}: review SYSTEM_DIRS")
+    return _NOWHERE + (b"delguard-" * size)[:filler] + (b"/" if is_dir else b"")
+
+
+def seal(loader: Path, machine_name: str) -> list[str]:
+    """Rewrite the loader's host paths (SYSTEM_DIRS, HOST_FILES) in place; what was sealed."""
+    dirs = SYSTEM_DIRS.get(machine_name)
+    if dirs is None:
+        raise SelfContainError(f"no system dirs known for {machine_name}: review SYSTEM_DIRS")
+    data = bytearray(loader.read_bytes())
+    blob = b"".join(d + b"\0" for d in dirs)
+    sealed_blob = b"".join(nowhere(d) + b"\0" for d in dirs)
+    if data.count(blob) not in (1, 2):
+        raise SelfContainError(f"{loader}: its system dirs {dirs} are not as in glibc 2.36")
+    data = data.replace(blob, sealed_blob)
+    for path in HOST_FILES:
+        if data.count(path + b"\0") != 1:
+            raise SelfContainError(f"{loader}: {path!r} is not there exactly once")
+        data = data.replace(path + b"\0", nowhere(path) + b"\0")
+    loader.write_bytes(bytes(data))
+    return [d.decode() for d in (*dirs, *HOST_FILES)]
+
+
+def check_sealed(loader: Path, bundle: Path) -> None:
+    """The sealed loader, given an empty library path, finds none of the bootloader's libraries
+    (this build root has every one of them in its own lib dirs)."""
+    empty = bundle / "build-empty-libdir"
+    empty.mkdir()
+    try:
+        r = subprocess.run(
+            [str(loader), "--inhibit-cache", "--library-path", str(empty), "--list",
+             str(bundle / FROZEN)],
+            capture_output=True, text=True, check=False,
+        )
+    finally:
+        empty.rmdir()
+    found = [line for line in r.stdout.splitlines() if "=>" in line and "not found" not in line]
+    said = r.stdout + r.stderr
+    if r.returncode == 0 or found or not ("not found" in said or "cannot open shared" in said):
+        raise SelfContainError(f"the sealed loader still finds libraries outside the bundle: "
+                               f"{found or r.stdout or r.stderr}")
 
 
 def readelf(*args: str) -> str:
@@ -142,6 +211,8 @@ def selfcontain(bundle: Path) -> None:
     shutil.copyfile(os.path.realpath(interp), loader)
     os.chmod(loader, 0o755)  # noqa: S103 - the loader is run, as /lib64's is
     added = complete(bundle, loader)
+    sealed = seal(loader, platform.machine())
+    check_sealed(loader, bundle)
     machines = {machine(p) for p in elf_files(bundle)}
     if len(machines) != 1:
         raise SelfContainError(f"{bundle} holds ELF files of several machines: {sorted(machines)}")
@@ -155,7 +226,7 @@ def selfcontain(bundle: Path) -> None:
     }
     (bundle / LIBDIR / BUILD_INFO).write_text(json.dumps(info, sort_keys=True) + "\n")
     print(f"selfcontain: launcher for {loader.name}; added {', '.join([loader.name, *added])}; "
-          f"every ELF file is {found}; {info}")
+          f"sealed {', '.join(sealed)}; every ELF file is {found}; {info}")
 
 
 if __name__ == "__main__":

@@ -26,11 +26,13 @@ from tests.support import hostdefaults
 HERE = Path(__file__).resolve().parent
 INTEGRATION_DIRS = tuple(
     HERE / d
-    for d in ("cni_conformance", "reliability", "e2e_containerd", "e2e_kubelet", "node_roots",
-              "monitoring")
+    for d in (
+        "cni_conformance", "reliability", "e2e_containerd", "e2e_kubelet", "node_roots",
+        "monitoring", "multus_chain",
+    )
 )
 # Markers that by themselves mean root and the host's namespaces, wherever the test lives.
-ROOT_MARKERS = ("netns", "containerd", "image")
+ROOT_MARKERS = ("netns", "containerd", "image", "build")
 OPT_IN = (
     "integration suite: set DELGUARD_INTEGRATION=1 (tools/test.sh does) or select it with "
     "-m integration"

@@ -27,7 +27,14 @@
 # Reproducible: SOURCE_DATE_EPOCH is the last commit's time and PYTHONHASHSEED=0; two builds of
 # one tree in one build root give the same bytes. So a finished bundle is cached, keyed by every
 # input (the sources, the build scripts, the root, the pins, the commit time): a second build of
-# the same tree takes seconds. Cache: $DELGUARD_CACHE_DIR (default /var/cache/cni-delguard).
+# the same tree takes seconds (--no-cache builds it all the same). Cache: $DELGUARD_CACHE_DIR
+# (default /var/cache/cni-delguard).
+#
+# No git checkout needed: from a source tarball (`git archive`) the inputs are the files of
+# INPUTS on disk, less what .gitignore keeps out of git (EXCLUDED), and the commit time is
+# tools/source-date-epoch, which `git archive` fills in (export-subst, .gitattributes); an
+# exported SOURCE_DATE_EPOCH wins over both. A tarball of a commit builds the bundle a checkout
+# of it builds, byte for byte (tests/test_build_from_archive.py).
 #
 # Several people and test runs share one work tree: each build works in a dir of its own, and the
 # new bundle replaces dist's in two renames once it passed the smoke test, so a failed build
@@ -46,11 +53,13 @@ ROOT_PACKAGES=(python3.11 python3.11-venv libpython3.11 binutils gcc libc6-dev
     containernetworking-plugins)
 # What goes into a build: its cache key digests these (git ls-files: tracked and untracked).
 INPUTS=(pyproject.toml cni_delguard packaging tools/build.sh tools/make-root.sh)
+# Without git, what .gitignore keeps out of INPUTS (its patterns that can match there).
+EXCLUDED=(__pycache__ '*.pyc' '*.egg-info')
 
 # Scratch dirs, removed on exit (never across a mount: every mount is in the namespace, gone).
 cleanup=()
 trap 'rm -rf --one-file-system "${cleanup[@]}"' EXIT
-usage() { echo "usage: tools/build.sh [--arch ARCH | --here [--out DIR]]" >&2; exit 2; }
+usage() { echo "usage: tools/build.sh [--arch ARCH | --here [--out DIR]] [--no-cache]" >&2; exit 2; }
 log() { printf 'build.sh: %s\n' "$*" >&2; }
 fail() { log "smoke test failed: $*"; exit 1; }
 
@@ -59,11 +68,12 @@ if [ "${1:-}" = --in-namespace ]; then
     in_namespace_args=("$@")
     set --
 fi
-arch=$host_arch here="" out="" only=""
+arch=$host_arch here="" out="" only="" no_cache=""
 while [ $# -gt 0 ]; do
     case $1 in
         --arch) arch=${2:?--arch needs an arch (amd64, arm64)}; shift 2 ;;
         --here) here=1; shift ;;
+        --no-cache) no_cache=1; shift ;;
         --out) out=${2:?--out needs a dir}; shift 2 ;;
         --pins-only | --root-template) only=$1; shift ;;
         *) usage ;;
@@ -133,7 +143,7 @@ freeze_here() { # OUT-DIR (gets cni-delguard/)
     install_pins
     work=$(mktemp -d "${TMPDIR:-/tmp}/delguard-build.XXXXXX")
     cleanup+=("$work")
-    SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
+    SOURCE_DATE_EPOCH=$(source_date_epoch) \
         PYTHONHASHSEED=0 "$python" -m PyInstaller --noconfirm --clean --log-level WARN \
         --workpath "$work/pyinstaller" --distpath "$work/dist" packaging/cni-delguard.spec
     "$python" packaging/selfcontain.py "$work/dist/cni-delguard"
@@ -143,9 +153,36 @@ freeze_here() { # OUT-DIR (gets cni-delguard/)
     mv "$work/dist/cni-delguard" "$1/cni-delguard"
 }
 
+# Whether this tree is a git checkout of its own (not a tarball unpacked inside another repo).
+in_git() {
+    [ "$(git -C "$repo" rev-parse --show-toplevel 2>/dev/null)" = "$repo" ]
+}
+
 # The files of INPUTS, NUL-separated: what the cache key digests is what the build root gets.
 input_files() {
-    git ls-files -z --cached --others --exclude-standard -- "${INPUTS[@]}"
+    if in_git; then
+        git ls-files -z --cached --others --exclude-standard -- "${INPUTS[@]}"
+        return
+    fi
+    local prune=() pattern
+    for pattern in "${EXCLUDED[@]}"; do prune+=(-name "$pattern" -prune -o); done
+    find "${INPUTS[@]}" "${prune[@]}" -type f -print0
+}
+
+# The commit time: exported, the last commit's, or the one `git archive` wrote into the tarball.
+source_date_epoch() {
+    local stamp
+    if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then
+        printf '%s\n' "$SOURCE_DATE_EPOCH"
+    elif in_git; then
+        git -C "$repo" log -1 --format=%ct
+    elif stamp=$(cat "$repo/tools/source-date-epoch" 2>/dev/null) && [[ $stamp =~ ^[0-9]+$ ]]; then
+        printf '%s\n' "$stamp"
+    else
+        log "no commit time: not a git checkout, and tools/source-date-epoch was not filled in by" \
+            "git archive; export SOURCE_DATE_EPOCH"
+        exit 1
+    fi
 }
 
 # The digest of every input of a build in a given root: the cache key of its bundle.
@@ -191,10 +228,10 @@ freeze_in_root() { # STAGE-DIR
     local template key bundles venv work
     template=$(root_template)
     export SOURCE_DATE_EPOCH
-    SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || echo 0)
+    SOURCE_DATE_EPOCH=$(source_date_epoch)
     key=$(build_key "$template")
     bundles=$cache/bundles/$arch-$key
-    if [ -f "$bundles/.complete" ]; then
+    if [ -z "$no_cache" ] && [ -f "$bundles/.complete" ]; then
         log "cached: the same inputs were built before ($bundles)"
         cp -a "$bundles/cni-delguard" "$1/"
         return
@@ -208,6 +245,10 @@ freeze_in_root() { # STAGE-DIR
     unshare --mount --propagation private -- "$0" --in-namespace "$template" "$work" "$venv" \
         "$work/out"
     local new
+    if [ -n "$no_cache" ]; then
+        cp -a "$work/out/cni-delguard" "$1/"
+        return
+    fi
     new=$(mktemp -d "$cache/bundles/.new.XXXXXX")
     cp -a "$work/out/cni-delguard" "$new/"
     touch "$new/.complete"

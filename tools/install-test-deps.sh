@@ -47,6 +47,7 @@ packages=(
     qemu-user-static
     binfmt-support
     prometheus
+    openssl
 )
 
 log() { printf 'install-test-deps: %s\n' "$*" >&2; }

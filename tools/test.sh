@@ -22,6 +22,10 @@ DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq
 # Debian's kubectl (trixie) for `kubectl kustomize` in the manifest tests, under .cache/.
 KUBECTL=$(tools/install-kubectl.sh)
 export KUBECTL
+# Debian's docker-registry (bookworm), the OCI registry the Helm chart is pushed to and installed
+# from in its tests, unpacked under .cache/ (its service is never installed or started).
+DOCKER_REGISTRY=$(tools/unpack-deb.sh docker-registry usr/bin/docker-registry)
+export DOCKER_REGISTRY
 "$python" -m pip install --quiet --disable-pip-version-check -e '.[dev,freeze]'
 tools/build.sh                  # this machine's arch: dist/cni-delguard/
 [ "$(dpkg --print-architecture)" = arm64 ] ||

@@ -11,6 +11,18 @@ The delegate's exit wakes the loop through its pidfd (Linux 5.3). Where pidfd_op
 filter refuses it (EPERM), it is the classic SIGCHLD self-pipe instead: the C-level handler writes
 to a pipe (set_wakeup_fd), and waitid(WNOWAIT) tells whether it was this child that exited,
 without reaping it. Everything else is the same on both.
+
+Two things a hostile host hands the guard, handled here as well as in the frozen bundle's
+launcher (packaging/launcher/launcher.c), which covers everything before Python runs:
+- SIGCHLD ignored or blocked, inherited across exec from whoever started the guard. Ignored, the
+  kernel reaps the delegate by itself and every wait fails with ECHILD ("No child processes");
+  blocked, the SIGCHLD pipe never wakes and a delegate that succeeded looks timed out. So it is
+  put back to the default and unblocked before each start (two system calls).
+- clone3 refused with EPERM by an old runtime's seccomp profile (one written before clone3
+  existed, answering every unknown call with EPERM rather than ENOSYS). glibc's posix_spawn
+  starts its child with clone3 and falls back to clone on ENOSYS only; on EPERM it fails. The
+  start is then tried once more with fork (clone) and exec, which costs a few ms more and only
+  there.
 """
 
 from __future__ import annotations
@@ -95,19 +107,27 @@ class NotWatchedError(OSError):
     unguarded."""
 
 
+# Python ignores these two; the delegate must get the default behaviour back.
+_RESET_FOR_DELEGATE = (sig.SIGPIPE, sig.SIGXFSZ)
+
+
 def _start_once(path: str, env: Mapping[str, str]) -> Child:
+    default_sigchld()
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     try:
-        pid = os.posix_spawn(
-            path,
-            [path],
-            env,
-            file_actions=[(os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1)],
-            setsid=True,
-            # Python ignores these two; the delegate must get the default behaviour back.
-            setsigdef=(sig.SIGPIPE, sig.SIGXFSZ),
-        )
+        try:
+            pid = os.posix_spawn(
+                path,
+                [path],
+                env,
+                file_actions=[(os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1)],
+                setsid=True,
+                setsigdef=_RESET_FOR_DELEGATE,
+            )
+        except PermissionError:
+            # clone3 refused (or the exec itself: then fork and exec gets EPERM again).
+            pid = _fork_exec(path, env, in_r, out_w)
     except BaseException:
         os.close(in_w)
         os.close(out_r)
@@ -126,6 +146,46 @@ def _start_once(path: str, env: Mapping[str, str]) -> Child:
             raise NotWatchedError(exc.errno, f"cannot watch it: {exc.strerror}") from None
         raise
     return Child(pid, in_w, out_r, exit_fd, wakeup)
+
+
+def default_sigchld() -> None:
+    """SIGCHLD as a fresh process has it: default action, unblocked (see the module's doc)."""
+    sig.signal(sig.SIGCHLD, sig.SIG_DFL)
+    sig.pthread_sigmask(sig.SIG_UNBLOCK, (sig.SIGCHLD,))
+
+
+def _fork_exec(path: str, env: Mapping[str, str], stdin: int, stdout: int) -> int:
+    """posix_spawn's work with fork (clone, not clone3) and exec: a new session, stdin and
+    stdout on the pipes, SIGPIPE and SIGXFSZ back to default. An exec failure comes back as
+    OSError through a close-on-exec pipe, as posix_spawn reports it. The guard has no other
+    thread, so the child may run Python until the exec."""
+    err_r, err_w = os.pipe()
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child, which execs or exits
+            try:
+                os.setsid()
+                os.dup2(stdin, 0)
+                os.dup2(stdout, 1)
+                for signum in _RESET_FOR_DELEGATE:
+                    sig.signal(signum, sig.SIG_DFL)
+                os.execve(path, [path], env)  # noqa: S606 - the delegate, never a shell
+            except OSError as exc:
+                os.write(err_w, (exc.errno or 0).to_bytes(4, "little"))
+            finally:
+                os._exit(127)
+        os.close(err_w)
+        err_w = -1
+        failed = os.read(err_r, 4)
+    finally:
+        if err_w >= 0:
+            os.close(err_w)
+        os.close(err_r)
+    if failed:
+        os.waitpid(pid, 0)
+        code = int.from_bytes(failed, "little")
+        raise OSError(code, os.strerror(code), path)
+    return pid
 
 
 def _watch(pid: int) -> tuple[int, int | None]:

@@ -203,11 +203,29 @@ def repair(opts: Options, say: Say) -> bool:
         if opts.bundle_dir is not None:
             install_bundle(dataclasses.replace(opts, dry_run=False), say)
             return True
-        changed = False
-        for name in confdir.conf_files(opts.conf_dir):
-            path = os.path.abspath(os.path.join(opts.conf_dir, name))
-            changed |= _restore(opts, path, None, say)
-        return changed
+        return _unwrap_all(opts, say)
+
+
+def unwrap_unrunnable(opts: Options, say: Say) -> bool:
+    """The watcher found that the plugin no longer runs on the node (a preload appeared, the
+    node's userland changed): take the guard out of every conf, as install refuses to wrap one
+    then, keeping the node's own conf (the recorded original, byte for byte). True if a conf
+    changed. The watcher wraps again once the plugin runs."""
+    with hostlock.held(opts.state_dir, opts.lock_timeout):
+        if record.uninstalled(opts.state_dir):
+            return False
+        if problem := bundle.runs(opts.bin_dir, opts.root):  # again, under the lock
+            say(f"the guard's plugin does not run on the node: {problem}; unwrapping")
+            return _unwrap_all(opts, say)
+        return False
+
+
+def _unwrap_all(opts: Options, say: Say) -> bool:
+    changed = False
+    for name in confdir.conf_files(opts.conf_dir):
+        path = os.path.abspath(os.path.join(opts.conf_dir, name))
+        changed |= _restore(opts, path, None, say)
+    return changed
 
 
 def _record_for(state_dir: str, change: Change) -> None:

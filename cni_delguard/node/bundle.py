@@ -6,6 +6,7 @@ Layout in the bin dir:
     .cni-delguard-<digest>/                                 (a complete copy of the bundle)
     .cni-delguard-<digest>/.delguard-manifest.json  (each entry: kind, exec bit, size, sha256;
                                                      and the bundle's arch, from its build info)
+    .cni-delguard-<digest>-2/                       (the same version's second slot: a repair)
 
 A new version is copied into `.cni-delguard-<digest>.<pid>-<random>.tmp/` (unique across PID
 namespaces: two installers in two containers are both PID 1), every file and directory fsynced,
@@ -16,6 +17,16 @@ replaced (a new symlink renamed over it). The caller holds the node's installer 
 executable keeps loading files from its folder after exec (libpython, extension modules), so the
 version just replaced is kept until the next upgrade: a plugin started from it a moment before the
 switch can still finish. Older versions are removed.
+
+A repair never empties the live dir: each version has two slots, `<digest>` and `<digest>-2`.
+When the copy the link points at is damaged (a changed byte, a stray or missing file), the
+version is copied into the other slot, the link switched to it, and the damaged copy is then kept
+as the replaced version (and removed by the next switch, as any replaced version is): an exec
+that resolved the link a moment before the switch is still loading files from it. Before this,
+the damaged dir was removed and copied again under the same name: 183 of 400 VERSION execs run
+alongside that repair failed (ENOENT), an outage made by the guard itself. Every switch (install,
+repair, upgrade, rollback) now leaves a complete version behind the link at every instant; only
+uninstall removes it (tests/installer/test_frozen_bundle_lifecycle.py counts the failures).
 
 `check` is what the watcher and the readiness probe ask every poll: the link, the version dir and
 its manifest, by kind and size (a stat per file, about 1 ms for the frozen bundle); `deep` adds
@@ -47,6 +58,9 @@ class BundleError(BundleRefusedError):
     """The bundle cannot be installed or used (missing, incomplete, not executable, or unsafe)."""
 
 
+SECOND_SLOT = "-2"
+
+
 @dataclass(frozen=True)
 class Plan:
     bin_dir: str
@@ -55,10 +69,8 @@ class Plan:
     entries: Entries
     current: str | None  # what the link points to now (None: no link)
     arch: str | None = None  # from the bundle's build info (None: a bundle without one)
-
-    @property
-    def version_name(self) -> str:
-        return PREFIX + self.digest[:16]
+    version_name: str = ""  # the slot this version goes to (choose_slot); set by plan()
+    slot_intact: bool = False  # that slot holds this version, complete (sha256 of every file)
 
     @property
     def target(self) -> str:
@@ -66,9 +78,7 @@ class Plan:
 
     @property
     def up_to_date(self) -> bool:
-        if self.current != self.target:
-            return False
-        return verify(os.path.join(self.bin_dir, self.version_name), deep=True) is None
+        return self.current == self.target and self.slot_intact
 
 
 def manifest(root: str, deep: bool = True) -> Entries:
@@ -176,9 +186,10 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
     The one way the installer, `ready` and `doctor` ask a plugin whether it runs.
 
     They ask as the runtime would run it: with the node's root as / (a chroot into `root`), so
-    the plugin meets the node's own loader, C library and `#!` interpreters, never those of the
-    image this process runs from (a plugin that runs here may not run on the node at all). `path`
-    is as seen from here, under `root`."""
+    the plugin meets the node's own loader, C library, /etc/ld.so.preload and `#!` interpreters,
+    never those of the image this process runs from (a plugin that runs here may not run on the
+    node at all), and with the runtime's own environment where it can be read (its LD_PRELOAD,
+    say: runtime_environment). `path` is as seen from here, under `root`."""
     import subprocess
 
     on_node = node_path(root, path)
@@ -188,7 +199,7 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
     try:
         r = subprocess.run(
             [on_node],
-            env={"CNI_COMMAND": "VERSION"},
+            env={**runtime_environment(root), "CNI_COMMAND": "VERSION"},
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=_PROBE_TIMEOUT,
@@ -212,6 +223,35 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
         said = _one_line(r.stderr) or _one_line(r.stdout)
         return None, f"{on_node} does not answer VERSION{where} (exit {r.returncode}): {said}"
     return versions, ""
+
+
+# The processes that exec CNI plugins, by their comm: a plugin inherits their environment.
+RUNTIMES = ("containerd", "crio")
+_MAX_ENVIRON = 256 * 1024
+
+
+def runtime_environment(root: str = "/") -> dict[str, str]:
+    """The environment of the node's runtime (the lowest PID whose comm is in RUNTIMES), read
+    from the node's /proc (`root`/proc: the DaemonSet mounts the host's / at /host, its /proc
+    with it), so that a probe runs the plugin as the runtime will, LD_PRELOAD and all. {} when no
+    runtime is found or its environment cannot be read (no /proc, another PID namespace, a
+    process of another user)."""
+    proc = os.path.join(root, "proc")
+    try:
+        pids = sorted(int(n) for n in os.listdir(proc) if n.isdigit())
+    except OSError:
+        return {}
+    for pid in pids:
+        try:
+            comm = fsutil.read_regular(None, f"{proc}/{pid}/comm", 64).data.strip()
+            if comm.decode(errors="replace") not in RUNTIMES:
+                continue
+            raw = fsutil.read_regular(None, f"{proc}/{pid}/environ", _MAX_ENVIRON).data
+        except (OSError, ValueError):
+            continue
+        pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+        return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+    return {}
 
 
 def node_path(root: str, path: str) -> str | None:
@@ -292,8 +332,20 @@ def plan(bundle_dir: str, bin_dir: str) -> Plan:
     if not os.path.isdir(bin_dir):
         raise BundleError(f"bin dir {bin_dir} does not exist")
     entries = manifest(bundle_dir)
-    return Plan(bin_dir, bundle_dir, digest_of(entries), entries, current_target(bin_dir),
-                arch_of(bundle_dir))
+    digest, current = digest_of(entries), current_target(bin_dir)
+    slot, intact = choose_slot(bin_dir, PREFIX + digest[:16], _version_of(current))
+    return Plan(bin_dir, bundle_dir, digest, entries, current, arch_of(bundle_dir), slot, intact)
+
+
+def choose_slot(bin_dir: str, base: str, live: str) -> tuple[str, bool]:
+    """Where this version goes, and whether it is there intact already: the live slot when it
+    is intact (nothing to do), another intact copy (one kept from before: a rollback), else the
+    slot the link does not point at (a repair, or a first install)."""
+    slots = sorted((base, base + SECOND_SLOT), key=lambda s: s != live)  # the live one first
+    for slot in slots:
+        if os.path.isdir(_j(bin_dir, slot)) and verify(_j(bin_dir, slot), deep=True) is None:
+            return slot, True
+    return (slots[1] if slots[0] == live else slots[0]), False
 
 
 def arch_of(bundle_dir: str) -> str | None:
@@ -325,8 +377,10 @@ def apply(p: Plan, root: str = "/") -> None:
     run's."""
     prune(p.bin_dir, {p.version_name, _version_of(p.current)}, temps_only=True)
     final = os.path.join(p.bin_dir, p.version_name)
-    if os.path.lexists(final) and verify(final, deep=True) is not None:
-        _remove_tree(final)  # incomplete or damaged: never point the link at it
+    if os.path.lexists(final) and not p.slot_intact:
+        if p.version_name == _version_of(p.current):
+            raise BundleError(f"{final} is damaged and linked: plan() chooses the other slot")
+        _remove_tree(final)  # incomplete or damaged, not linked: never point the link at it
     if not os.path.isdir(final):
         _copy_version(p, final)
     link = os.path.join(p.bin_dir, LINK_NAME)

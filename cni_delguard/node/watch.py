@@ -14,7 +14,11 @@ Each poll, in this order:
 2. a broken bundle (link missing, files missing or changed) is repaired from the bundle dir, or,
    with no bundle to install, the guard is taken out of the conf: never a conf naming a missing
    plugin;
-3. a changed conf is re-wrapped (actions.install, which checks the plugin again under the lock).
+3. a plugin that no longer runs on the node (RunsProbe: the check install makes before a wrap,
+   run once a minute, every 10 s while it fails, and at once when the bundle or the node's
+   /etc/ld.so.preload changed) is unwrapped from every conf, the node's own conf kept; wrapped
+   again once it runs;
+4. a changed conf is re-wrapped (actions.install, which checks the plugin again under the lock).
 
 A writer that puts its own version back every time would make that a loop (a rewrite storm), so
 re-wraps and repairs are capped per window (10 a minute): past the cap the watcher logs it and
@@ -158,6 +162,50 @@ class BundleProbe:
         return problem
 
 
+class RunsProbe:
+    """bundle.runs (the plugin answers VERSION with the node's root as /, in the runtime's
+    environment) once every `every` seconds, every `failing_every` while it fails, and at once
+    when the bundle or the node's /etc/ld.so.preload changed: an exec of the plugin, about 30 ms,
+    so not every poll. None, or why it does not run."""
+
+    def __init__(self, opts: actions.Options, clock: Callable[[], float], every: float = 60.0,
+                 failing_every: float = 10.0) -> None:
+        self.opts, self.clock = opts, clock
+        self.every, self.failing_every = every, failing_every
+        self.seen: tuple[object, ...] | None = None
+        self.checked, self.last, self.fresh = 0.0, "", False
+
+    def problem(self) -> str | None:
+        sig, now = self._signature(), self.clock()
+        wait = self.failing_every if self.last else self.every
+        self.fresh = sig != self.seen or now - self.checked >= wait
+        if self.fresh:
+            self.seen, self.checked = sig, now
+            self.last = bundle.runs(self.opts.bin_dir, self.opts.root) or ""
+        return self.last or None
+
+    def _signature(self) -> tuple[object, ...]:
+        try:
+            st = os.stat(os.path.join(self.opts.root, "etc/ld.so.preload"))
+            preload: tuple[object, ...] = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            preload = ()
+        return (bundle.signature(self.opts.bin_dir), preload)
+
+
+def cannot_run(runs: RunsProbe, opts: actions.Options, say: actions.Say, counts: Counts,
+               once: Once) -> bool:
+    """True while the plugin does not run on the node: the guard is then unwrapped (once; a
+    failure is logged and tried again) and no conf is wrapped."""
+    problem = runs.problem()
+    if problem is None:
+        return False
+    once(f"watch: {problem}; the guard is out of the conf until it runs")
+    if runs.fresh:  # checked just now: not an unwrap (and its exec) every poll
+        _guarded(lambda: actions.unwrap_unrunnable(opts, say), say, counts)
+    return True
+
+
 class Once:
     """Say a repeating condition once, until it changes (a poll a second must not flood logs);
     "" says that it cleared, which is not a line of its own."""
@@ -182,6 +230,7 @@ def run(
 ) -> None:
     """Watch until `stop` is set. `opts.bundle_dir` is what a broken bundle is repaired from."""
     budget, once, probe = Budget(limits, clock), Once(say), BundleProbe(opts.bin_dir, clock)
+    runs = RunsProbe(opts, clock)
     counts = Counts() if counts is None else counts
     conf_opts = dataclasses.replace(opts, bundle_dir=None)
     seen: Signature | None = None
@@ -197,6 +246,8 @@ def run(
                     counts.repairs += 1
                 elif opts.bundle_dir is None:
                     once(f"watch: {problem}; not wrapping until the bundle is installed")
+            seen = None
+        elif cannot_run(runs, opts, say, counts, once):
             seen = None
         else:
             sig = signature(opts)

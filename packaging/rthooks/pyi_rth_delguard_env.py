@@ -12,9 +12,13 @@ environment, which the delegate must get as the runtime gave it. What is kept:
 - the search path: _internal/ first (the guard and the standard library), then lib-dynload/
   (extension modules); not base_library.zip, which a noarchive build does not have;
 - the environment the runtime gave the executable, for the guard and so for its delegate. The
-  launcher (packaging/launcher/launcher.c) sets three _PYI_* variables; run without it, the
-  bootloader re-executes itself with LD_LIBRARY_PATH set to the bundle's _internal dir, followed by
-  `:<the original value>` when there was one, which it then also saves in LD_LIBRARY_PATH_ORIG.
+  launcher (packaging/launcher/launcher.c) moved the variables the loader would have acted on
+  aside (LD_PRELOAD, LD_AUDIT) and set LC_ALL=C, each named in _DELGUARD_RESTORE and the
+  runtime's own value of each in _DELGUARD_ORIG_<NAME>: each is put back exactly as the runtime
+  gave it, or removed when the runtime had not set it. It also sets three _PYI_* variables;
+  run without it, the bootloader re-executes itself with LD_LIBRARY_PATH set to the bundle's
+  _internal dir, followed by `:<the original value>` when there was one, which it then also
+  saves in LD_LIBRARY_PATH_ORIG.
   Left in place, a delegate would load the bundle's libz/libssl/libcrypto/libffi, and a delegate
   that is itself a PyInstaller build would take the _PYI_* variables as its own. The original is
   taken from LD_LIBRARY_PATH itself (what follows the bundle's dir), never from
@@ -42,8 +46,16 @@ def _bootstrap() -> None:
         elif current.startswith(home + ":"):  # the runtime's value follows the bundle's dir
             os.environ["LD_LIBRARY_PATH"] = current[len(home) + 1 :]
             os.environ.pop("LD_LIBRARY_PATH_ORIG", None)
-    for name in [name for name in os.environ if name.startswith("_PYI_")]:
-        del os.environ[name]
+    environ = os.environ
+    for name in environ.pop("_DELGUARD_RESTORE", "").split(","):
+        if name:
+            value = environ.pop("_DELGUARD_ORIG_" + name, None)
+            if value is None:
+                environ.pop(name, None)
+            else:
+                environ[name] = value
+    for name in [name for name in environ if name.startswith("_PYI_")]:
+        del environ[name]
 
 
 _bootstrap()

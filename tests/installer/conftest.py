@@ -9,6 +9,9 @@ reading a file from its own folder after exec, so a version dir removed or half-
 running plugin shows up as a failed exec; it answers CNI VERSION as the guard does (the
 installer's "does it run" check). An `_internal/on-version` hook, run on VERSION, lets a test
 act at the exact moment the installer checks the plugin (no real plugin shows that moment).
+
+`helm`: the real helm of each `helm` row of peers/pins.tsv (tests/support/helm.py), for the
+chart's tests; skipped when that row is not built (a failure under CI).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from pathlib import Path
 import pytest
 
 from cni_delguard.node.cli import main
+from tests.support import helm as helmpeer
+from tests.support import peers
 from tests.support.noderoot import with_shell
 
 FAKE_EXE = """#!/bin/sh
@@ -110,3 +115,9 @@ BRIDGE_LIST = """{
   ]
 }
 """
+
+
+@pytest.fixture(scope="session", params=helmpeer.HELMS, ids=lambda p: f"helm-{p.version}")
+def helm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> helmpeer.Helm:
+    peer = peers.built_or_skip(request.param.name, request.param.version)
+    return helmpeer.Helm(peer, tmp_path_factory.mktemp(f"helm-{peer.version}"))

@@ -44,3 +44,33 @@ def test_a_plugin_that_cannot_run_on_the_node_is_never_wrapped_in(node, tmp_path
     r = installer(node, "ready")
     assert r.returncode == 12, r.stdout
     assert "`#!/bin/sh` is missing there" in r.stdout
+
+
+ENV_ON_VERSION = """env > /tmp/probe.env
+echo '{"cniVersion":"1.0.0","supportedVersions":["1.0.0"]}'
+"""
+
+
+def test_the_probe_runs_the_plugin_in_the_runtimes_environment(node) -> None:
+    """The runtime's environment (its LD_PRELOAD, say), read from the node's /proc, is what the
+    probe runs the plugin with: a plugin that a runtime's preload stops is seen not to run. Here
+    the node's /proc is a stand-in holding one process, containerd, and its environ."""
+    from cni_delguard.node import bundle
+    from tests.support.noderoot import shell_plugin
+
+    containerd = node.root / "proc" / "4242"
+    containerd.mkdir(parents=True)
+    (node.root / "proc" / "17").mkdir()
+    (node.root / "proc" / "17" / "comm").write_text("kubelet\n")
+    (node.root / "proc" / "17" / "environ").write_bytes(b"KUBELET_ONLY=1\0")
+    (containerd / "comm").write_text("containerd\n")
+    (containerd / "environ").write_bytes(b"LD_PRELOAD=/lib/libedr.so\0PATH=/usr/bin:/bin\0")
+    (node.root / "tmp").mkdir()
+    plugin = shell_plugin(node.bin / "probe-me", ENV_ON_VERSION)
+    versions, why = bundle.answers_version(str(plugin), str(node.root))
+    assert versions == ["1.0.0"], why
+    seen = dict(line.split("=", 1) for line in (node.root / "tmp/probe.env").read_text().split("\n")
+                if "=" in line)
+    assert seen["LD_PRELOAD"] == "/lib/libedr.so"
+    assert seen["CNI_COMMAND"] == "VERSION"
+    assert "KUBELET_ONLY" not in seen

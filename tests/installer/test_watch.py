@@ -13,7 +13,7 @@ import time
 from cni_delguard.node import actions, watch
 from tests.support.waiting import wait_for
 
-from .conftest import MULTUS_CONF, run
+from .conftest import MULTUS_CONF, make_bundle, run
 
 FAST = watch.Limits(interval=0.02, settle=0.02, max_repatches=3, window=60.0, max_backoff=0.5)
 
@@ -260,3 +260,34 @@ def test_a_condition_is_said_once_and_its_clearing_is_no_line_of_its_own():
     for message in ("bundle missing", "bundle missing", "", "", "bundle missing", "conf gone"):
         once(message)
     assert lines == ["bundle missing", "bundle missing", "conf gone"]
+
+
+# Stands in for a plugin that a host preload stops (main's bundle and a GLIBC_2.38 preload, which
+# tests/test_frozen_hostile_host.py shows on the frozen bundle): while the node's
+# /etc/ld.so.preload exists, VERSION dies as a loader's "version `GLIBC_2.38' not found" does.
+PRELOAD_STOPS_IT = """#!/bin/sh
+[ -e /etc/ld.so.preload ] || exit 0
+echo "version \\`GLIBC_2.38' not found (required by /lib/libedr.so)" >&2
+kill -KILL $PPID
+"""
+
+
+def test_watch_unwraps_a_plugin_that_stops_running_and_wraps_it_again(node, tmp_path):
+    """A preload that appears after install: the watcher re-runs the runs-on-node check (at once,
+    since the node's /etc/ld.so.preload changed), takes the guard out of the conf (the node's own
+    conf back, byte for byte), and wraps it again once the plugin runs."""
+    bundle = make_bundle(tmp_path / "preloaded", "v1")
+    hook = bundle / "_internal" / "on-version"
+    hook.write_text(PRELOAD_STOPS_IT)
+    hook.chmod(0o755)
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    preload = node.root / "etc" / "ld.so.preload"
+    preload.parent.mkdir(exist_ok=True)
+    with Watcher(node, bundle) as w:
+        wait_for(lambda: wrapped(path), "the conf wrapped", 10.0)
+        preload.write_text("/lib/libedr.so\n")
+        wait_for(lambda: path.read_text() == MULTUS_CONF, "the node's own conf back", 10.0)
+        preload.unlink()
+        wait_for(lambda: wrapped(path), "the conf wrapped again", 10.0)
+    assert any("GLIBC_2.38" in line and "unwrapping" in line for line in w.log), w.log
+    assert w.patches() == 2, w.log

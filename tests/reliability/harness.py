@@ -301,6 +301,26 @@ class Bench:
         return guard_log(self.log_file)
 
 
+def add_then_del_reach_the_delegate(bench: Bench) -> Run:
+    """An ADD that the delegate completes, then its DEL forwarded strictly: both answered as
+    the spec says, the delegate called for each, nothing of the attachment left. The ADD's run."""
+    conf = bench.conf()
+    add = bench.run("ADD", conf)
+    assert add.rc == 0, add.describe()
+    result = json.loads(add.stdout)
+    assert "code" not in result and result.get("cniVersion") == "1.0.0", add.describe()
+    assert bench.fake_holds()
+    delete = bench.run("DEL", conf)
+    assert (delete.rc, delete.stdout) == (0, b""), delete.describe()
+    assert [r["command"] for r in bench.records()] == ["ADD", "DEL"]
+    assert not bench.fake_holds()
+    assert attachment_files(bench.entries(), "c1") == []
+    assert [line["decision"] for line in bench.log_lines() if line["command"] == "DEL"] == [
+        "forward-strict"
+    ]
+    return add
+
+
 def attachment_files(entries: list[str], cid: str, ifname: str = "eth0") -> list[str]:
     """The names in a network dir that belong to one attachment (marker, lock, temp files)."""
     key = f"{cid}:{ifname}"

@@ -6,9 +6,14 @@ runtimes and with several chains; the matrix's `delegate` names the chain:
 - "fake-stateful": tests/fakes/stale_delegate.py straight behind the guard. It fails DEL for an
   attachment it holds no state for, as kube-ovn does behind multus without its cache.
 - "multus-thin": the real multus (thin plugin) in front of a kube-ovn-like delegate, with a small
-  Kubernetes API for the pods and network-attachment-definitions multus reads. The DEL that fails
-  must fail because of multus's own missing cache, never because of a flag in a fake.
-- "multus-thick": the real multus-shim and multus-daemon, with the same delegate and API.
+  Kubernetes API for the pods and network-attachment-definitions multus reads
+  (tests/support/multus.py MultusThin; `form` picks the delegates inline, as multus's entrypoint
+  writes them, or `clusterNetwork` as the conflist's path). Whatever fails, fails because of what
+  multus hands the delegate, never because of a flag in a fake. (multus v4.3.0 never fails a DEL
+  for want of its cache: tests/support/multus.py's header and tests/multus_chain say what it does.)
+- "multus-thick": the real multus-shim and multus-daemon, with the same delegate and API
+  (MultusThick; the daemon runs in the node's mount namespace: give it the node's nsenter prefix
+  as `enter`).
 
 A scenario asks for a behaviour of the END delegate (the kube-ovn-like one) through Behaviour;
 the chain turns it into its own configs. Everything a chain starts or writes lives under the

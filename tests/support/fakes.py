@@ -18,3 +18,20 @@ def install_fake(
     target.write_text(f"#!{sys.executable} -I\n{body}", encoding="utf-8")
     os.chmod(target, 0o755)  # noqa: S103 - a plugin in a CNI bin dir is executable
     return target
+
+
+def install_kube_ovn(bin_dir: Path, settings: Path, name: str = "kube-ovn") -> Path:
+    """Install tests/fakes/kube_ovn.py as bin_dir/name, its settings file's path baked in (its
+    knobs must not live in its CNI config, which multus rewrites: the fake's header says why)."""
+    repo = FAKES.parent.parent
+    target = bin_dir / name
+    target.write_text(
+        f"#!{sys.executable} -I\n"
+        "import sys\n"
+        f"sys.path.insert(0, {str(repo)!r})\n"
+        "from tests.fakes.kube_ovn import main\n"
+        f"main({str(settings)!r})\n",
+        encoding="utf-8",
+    )
+    os.chmod(target, 0o755)  # noqa: S103 - a plugin in a CNI bin dir is executable
+    return target

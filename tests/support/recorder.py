@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.support.records import matching, read_jsonl
+from tests.support.records import append_jsonl, matching, read_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,13 +59,6 @@ def read_records(record: Path, phase: str = "start") -> list[dict[str, Any]]:
     return matching(read_jsonl(record), phase=phase)
 
 
-def _append(record: str, entry: dict[str, Any]) -> None:
-    fd = os.open(record, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (json.dumps(entry) + "\n").encode())
-    finally:
-        os.close(fd)
-
 
 def main(settings_json: str) -> None:
     settings = json.loads(settings_json)
@@ -81,19 +74,20 @@ def main(settings_json: str) -> None:
         stdin: Any = json.loads(raw) if raw else None
     except ValueError:
         stdin = raw.decode(errors="replace")
-    _append(settings["record"], base | {"phase": "start", "stdin": stdin})
+    append_jsonl(settings["record"], base | {"phase": "start", "stdin": stdin})
     answer = settings["answers"].get(command)
     if answer is not None:
         sys.stdout.write(json.dumps(answer))
         sys.stdout.flush()
-        _append(settings["record"], base | {"phase": "end", "stdout": json.dumps(answer), "rc": 1})
+        end = {"phase": "end", "stdout": json.dumps(answer), "rc": 1}
+        append_jsonl(settings["record"], base | end)
         sys.exit(1)
     res = subprocess.run([settings["target"]], input=raw, stdout=subprocess.PIPE, check=False)
     out = res.stdout.decode(errors="replace")
-    _append(settings["record"], base | {"phase": "end", "stdout": out, "rc": res.returncode})
+    append_jsonl(settings["record"], base | {"phase": "end", "stdout": out, "rc": res.returncode})
     sys.stdout.write(out)
     sys.stdout.flush()
     if command == "ADD" and res.returncode == 0 and settings["hang_after_add"]:
-        _append(settings["record"], base | {"phase": "hang"})
+        append_jsonl(settings["record"], base | {"phase": "hang"})
         time.sleep(3600)
     sys.exit(res.returncode)

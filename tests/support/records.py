@@ -4,8 +4,19 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+
+def append_jsonl(path: str | Path, entry: dict[str, Any]) -> None:
+    """Append one JSON line with one write on an O_APPEND descriptor: lines from processes that
+    record at once (a plugin's concurrent invocations) never interleave."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (json.dumps(entry) + "\n").encode())
+    finally:
+        os.close(fd)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -1,0 +1,365 @@
+"""The real multus v4.3.0 (peers/pins.tsv) in front of a kube-ovn-like delegate: the chains
+"multus-thin" and "multus-thick" of tests/support/chains.py.
+
+Both are configured the way the report's users run them, with kube-ovn's conflist as the network
+multus delegates to (kube-ovn writes it into the node's conf dir: type kube-ovn with its
+`server_socket`, cniVersion 0.3.1; its `portmap` entry is left out, since it would edit the
+iptables of the namespace the daemon runs in and takes no part in DEL):
+
+- thin, as multus's thin entrypoint writes 00-multus.conf: kube-ovn's conflist inline in
+  `delegates`, a `kubeconfig` (`Thin.INLINE`); or with `clusterNetwork` naming the conflist by
+  its path, the other form multus documents (`Thin.CLUSTER_NETWORK_PATH`);
+- thick, as Cozystack deploys it (its daemon-config.json: cniVersion 0.3.1, multusConfigFile
+  "auto"), so the daemon finds kube-ovn's conflist itself and sets `clusterNetwork` to its path
+  (pkg/server/config/manager.go:202); the shim's conf is the one the daemon writes.
+
+What multus v4.3.0 does with these on DEL, from its source (pkg/multus/multus.go, pkg/types/
+conf.go, pkg/k8sclient/k8sclient.go, pkg/server/api/shim.go) and shown by tests/multus_chain:
+
+- A delegate loaded from a conflist FILE PATH (clusterNetwork as a path: thick always) keeps two
+  copies: the libcni list with every plugin's raw bytes, which ADD uses (multus.go:311-312), and
+  `Bytes`, the list re-marshalled from CNI's typed PluginConf, which drops every key the type does
+  not know (conf.go:105): `server_socket` too. DEL and CHECK use `Bytes` (multus.go:585, 355),
+  from the cache (which saved `Bytes`) or rebuilt: EVERY DEL reaches kube-ovn without
+  `server_socket`, with or without multus's cache (upstream issue 1449, fixed after v4.3.0 by
+  PR 1521).
+- A delegate given inline or by name (thin as its entrypoint writes it) keeps its raw bytes on
+  every path: no DEL loses `server_socket`. A DEL without a cache (multus.go:1062-1089) calls no
+  delegate when the pod is gone from the API or has another UID, or there is no kubeconfig, and
+  calls kube-ovn with its full config when the pod is still there.
+- Thick: the shim returns success for every DEL and only logs the daemon's error (shim.go:69-76),
+  while every DEL still costs the daemon a request, a pod lookup (its informer's cache) and a
+  delegate exec.
+
+Everything a chain makes lives under its work dir; the daemon runs in the node's mount namespace
+(`enter`: the argv prefix that enters it, e.g. tests/support/nodens.NodeNS.enter), where
+/var/lib/cni/multus is the node's and its service account files are written under the node's
+/run. The API server is tests/support/kubeapi.py; the end delegate tests/fakes/kube_ovn.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from tests.support import peers
+from tests.support.chains import Behaviour, Pod
+from tests.support.fakes import install_kube_ovn
+from tests.support.kubeapi import KubeAPI
+from tests.support.records import matching, read_jsonl
+from tests.support.waiting import descendants, wait_for
+
+VERSION = "v4.3.0"
+CNI_VERSION = "0.3.1"  # kube-ovn's conflist and Cozystack's daemon-config.json
+NODE = "dgmu-node"  # spec.nodeName of the chains' pods and the daemon's MULTUS_NODE_NAME
+KUBE_OVN_CONF = "10-kube-ovn.conflist"  # kube-ovn's name with Cozystack's CNI_CONFIG_PRIORITY 10
+SERVICE_ACCOUNT = "/run/secrets/kubernetes.io/serviceaccount"  # /var/run is /run
+
+
+def multus_bin(command: str) -> Path:
+    return peers.built_or_skip("multus", VERSION).bin(command)
+
+
+@dataclass
+class KubeOvn:
+    """The end delegate (tests/fakes/kube_ovn.py): its settings, state, record and "daemon"."""
+
+    work: Path
+
+    @property
+    def settings(self) -> Path:
+        return self.work / "settings.json"
+
+    @property
+    def record(self) -> Path:
+        return self.work / "record.jsonl"
+
+    @property
+    def state(self) -> Path:
+        return self.work / "state"
+
+    @property
+    def socket(self) -> Path:
+        # kube-ovn's is /run/openvswitch/kube-ovn-daemon.sock; the work dir is seen the same from
+        # the host and from inside the node, so the chain owns it wherever multus runs.
+        return self.work / "kube-ovn-daemon.sock"
+
+    def install(self, bin_dir: Path) -> None:
+        self.state.mkdir(parents=True, exist_ok=True)
+        self.behave(Behaviour())
+        self.daemon(True)
+        install_kube_ovn(bin_dir, self.settings)
+
+    def behave(self, behaviour: Behaviour) -> None:
+        body: dict[str, Any] = {"stateDir": str(self.state), "recordFile": str(self.record),
+                                "hang": list(behaviour.hang), "hangSeconds": behaviour.hang_seconds,
+                                "failAdd": behaviour.fail_add, "failDel": behaviour.fail_del}
+        tmp = self.settings.with_suffix(".tmp")
+        tmp.write_text(json.dumps(body), encoding="utf-8")
+        tmp.rename(self.settings)
+
+    def daemon(self, up: bool) -> None:
+        """kube-ovn-cni's daemon up (its socket there) or down (every RPC fails, code 11)."""
+        if up:
+            self.socket.touch()
+        else:
+            self.socket.unlink(missing_ok=True)
+
+    def conflist(self) -> dict[str, Any]:
+        socket = str(self.socket)
+        return {"name": "kube-ovn", "cniVersion": CNI_VERSION, "plugins": [
+            {"type": "kube-ovn", "server_socket": socket,
+             "ipam": {"type": "kube-ovn", "server_socket": socket}}]}
+
+    def write_conflist(self, conf_dir: Path) -> Path:
+        conf_dir.mkdir(parents=True, exist_ok=True)
+        path = conf_dir / KUBE_OVN_CONF
+        path.write_text(json.dumps(self.conflist(), indent=1), encoding="utf-8")
+        return path
+
+    def calls(self, command: str | None = None, container: str | None = None,
+              phase: str = "start") -> list[dict[str, Any]]:
+        return matching(read_jsonl(self.record), phase=phase, command=command,
+                        containerID=container)
+
+    def holds(self, container: str, ifname: str = "eth0") -> bool:
+        return (self.state / f"{container}:{ifname}").exists()
+
+    def forget(self, container: str) -> None:
+        for path in self.state.glob(f"{container}:*"):
+            path.unlink()
+
+
+@dataclass
+class _Base:
+    """What both chains share: the API, the end delegate, pods."""
+
+    enter: tuple[str, ...] = ()
+    node: str = NODE
+    api: KubeAPI | None = None
+    kube_ovn: KubeOvn | None = None
+    work: Path | None = None
+
+    def _start_common(self, bin_dir: Path, work: Path) -> None:
+        self.work = work
+        work.mkdir(parents=True, exist_ok=True)
+        self.kube_ovn = KubeOvn(work / "kube-ovn")
+        self.kube_ovn.install(bin_dir)
+        self.kube_ovn.write_conflist(work / "net.d")
+        self.api = KubeAPI(work / "api")
+        self.api.start()
+
+    @property
+    def conflist_path(self) -> Path:
+        assert self.work is not None
+        return self.work / "net.d" / KUBE_OVN_CONF
+
+    def pod_exists(self, pod: Pod, exists: bool) -> None:
+        assert self.api is not None
+        if exists:
+            self.api.put_pod(pod.namespace, pod.name, pod.uid, self.node)
+        else:
+            self.api.delete_pod(pod.namespace, pod.name)
+
+    def calls(self, command: str | None = None,
+              container: str | None = None) -> list[dict[str, Any]]:
+        assert self.kube_ovn is not None
+        return self.kube_ovn.calls(command, container)
+
+    def forget(self, container: str) -> None:
+        assert self.kube_ovn is not None
+        self.kube_ovn.forget(container)
+
+    def _stop_common(self) -> None:
+        if self.api is not None:
+            self.api.stop()
+            self.api = None
+
+
+class Thin(Enum):
+    INLINE = "inline"  # as the thin entrypoint writes it: kube-ovn's conflist in `delegates`
+    CLUSTER_NETWORK_PATH = "clusterNetwork-path"  # `clusterNetwork`: the conflist's path
+
+
+@dataclass
+class MultusThin(_Base):
+    """multus (thin plugin) run by the runtime, kube-ovn behind it."""
+
+    form: Thin = Thin.INLINE
+    delegate: str = "multus-thin"
+    log: Path | None = None
+    kubeconfig: Path | None = None
+
+    def start(self, bin_dir: Path, work: Path, cni_cache: Path) -> None:
+        del cni_cache  # multus's cache is its default /var/lib/cni/multus, the node's
+        (bin_dir / "multus").symlink_to(multus_bin("multus"))
+        self._start_common(bin_dir, work)
+        assert self.api is not None
+        self.kubeconfig = self.api.kubeconfig(work / "multus.kubeconfig")
+        self.log = work / "multus.log"
+        # Made here: multus's logger (lumberjack) creates a missing log file with O_TRUNC, so
+        # DELs run at once against a fresh node would truncate each other's first lines.
+        self.log.touch()
+
+    def plugins(self, behaviour: Behaviour) -> list[dict[str, Any]]:
+        assert self.kube_ovn is not None and self.kubeconfig is not None
+        self.kube_ovn.behave(behaviour)
+        conf: dict[str, Any] = {"type": "multus", "logLevel": "debug", "logFile": str(self.log),
+                                "logToStderr": False, "kubeconfig": str(self.kubeconfig)}
+        if self.form is Thin.INLINE:
+            conf["delegates"] = [self.kube_ovn.conflist()]
+        else:
+            conf["clusterNetwork"] = str(self.conflist_path)
+        return [conf]
+
+    def stop(self) -> None:
+        self._stop_common()
+
+
+# The daemon's launcher, run inside the node: the service account files go under the node's /run
+# (never the host's: it refuses to run in the mount namespace of the test that started it), then
+# multus-daemon is exec'd in place, so the launcher's pid is the daemon's.
+LAUNCHER = r"""
+import os, shutil, sys
+if os.readlink("/proc/self/ns/mnt") == sys.argv[1]:
+    sys.exit("refusing to write %s in the test's own mount namespace" % sys.argv[3])
+os.makedirs(sys.argv[3], exist_ok=True)
+for name in ("token", "ca.crt", "namespace"):
+    shutil.copy(os.path.join(sys.argv[2], name), os.path.join(sys.argv[3], name))
+os.execv(sys.argv[4], sys.argv[4:])
+"""
+
+
+@dataclass
+class MultusThick(_Base):
+    """multus-shim run by the runtime, multus-daemon in the node, kube-ovn behind it."""
+
+    delegate: str = "multus-thick"
+    daemon: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+    _out: Any = None
+
+    @property
+    def socket_dir(self) -> Path:
+        assert self.work is not None
+        return self.work / "run-multus"
+
+    @property
+    def conf_dir(self) -> Path:
+        """Where the daemon writes the shim's 00-multus.conf (its cniConfigDir): the chain's own,
+        never the runtime's conf dir, so a daemon restart cannot touch the conflist under test."""
+        assert self.work is not None
+        return self.work / "multus-conf"
+
+    @property
+    def log(self) -> Path:
+        assert self.work is not None
+        return self.work / "multus-daemon.log"
+
+    def start(self, bin_dir: Path, work: Path, cni_cache: Path) -> None:
+        del cni_cache  # the daemon's cniDir is its default /var/lib/cni/multus, the node's
+        (bin_dir / "multus-shim").symlink_to(multus_bin("multus-shim"))
+        self._start_common(bin_dir, work)
+        self.conf_dir.mkdir()
+        config = {  # Cozystack's daemon-config.json, with this chain's paths
+            "cniVersion": CNI_VERSION, "logLevel": "verbose", "logToStderr": False,
+            "logFile": str(self.log), "cniConfigDir": str(self.conf_dir),
+            "multusAutoconfigDir": str(self.conflist_path.parent), "multusConfigFile": "auto",
+            "socketDir": str(self.socket_dir), "daemonSocketDir": str(self.socket_dir),
+            "binDir": str(bin_dir),
+        }
+        (work / "daemon-config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+        self.start_daemon()
+
+    def start_daemon(self) -> None:
+        assert self.api is not None and self.work is not None and self.daemon is None
+        env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+               "MULTUS_NODE_NAME": self.node}
+        env |= self.api.service_account(self.work / "serviceaccount")
+        self.starts += 1
+        self._out = (self.work / "multus-daemon.out").open("ab")
+        self.daemon = subprocess.Popen(
+            [*self.enter, sys.executable, "-I", "-c", LAUNCHER, os.readlink("/proc/self/ns/mnt"),
+             str(self.work / "serviceaccount"),
+             SERVICE_ACCOUNT, str(multus_bin("multus-daemon")),
+             "-config", str(self.work / "daemon-config.json")],
+            env=env, stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT,
+        )
+        # The daemon writes the shim's conf once its socket serves and its informers have synced
+        # (cmd/multus-daemon/main.go: server start, API readiness, then the config manager).
+        wait_for(self._ready, "multus-daemon to write 00-multus.conf", timeout=90,
+                 every=0.05, detail=self.log_tail)
+
+    def _ready(self) -> bool:
+        assert self.daemon is not None
+        if self.daemon.poll() is not None:
+            raise RuntimeError(f"multus-daemon exited with {self.daemon.returncode}:\n"
+                               f"{self.log_tail()}")
+        return (self.conf_dir / "00-multus.conf").exists() and \
+            (self.socket_dir / "multus.sock").exists()
+
+    def log_tail(self, lines: int = 30) -> str:
+        assert self.work is not None
+        text = ""
+        for path in (self.work / "multus-daemon.out", self.log):
+            with contextlib.suppress(OSError):
+                text += "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) + "\n"
+        return text
+
+    def stop_daemon(self) -> None:
+        if self.daemon is None:
+            return
+        if self.daemon.poll() is None:
+            # Delegates it still runs (a kube-ovn told to hang) would outlive it: end them first.
+            for child in descendants(self.daemon.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)
+            self.daemon.send_signal(signal.SIGTERM)
+            try:
+                self.daemon.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+                self.daemon.wait(timeout=30)
+        self.daemon = None
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+    def restart(self) -> None:
+        """Stop and start the daemon (its informers list the API again when it comes back)."""
+        self.stop_daemon()
+        self.start_daemon()
+
+    def plugins(self, behaviour: Behaviour) -> list[dict[str, Any]]:
+        """The shim's entry: the conf the daemon wrote, less what the runtime's conflist gives."""
+        assert self.kube_ovn is not None
+        self.kube_ovn.behave(behaviour)
+        conf = json.loads((self.conf_dir / "00-multus.conf").read_text(encoding="utf-8"))
+        return [{k: v for k, v in conf.items() if k not in ("name", "cniVersion")}]
+
+    def requests(self, command: str, container: str | None = None) -> int:
+        """CNI requests the daemon received, of one command and optionally one container: its own
+        log's 'DEL starting CNI request ContainerID:"..."' messages (pkg/server/server.go
+        HandleCNIRequest). Counted in the whole text: multus writes a line's time, message and
+        newline in three writes, which requests served at once interleave."""
+        try:
+            text = self.log.read_text(errors="replace")
+        except FileNotFoundError:
+            return 0
+        wanted = f"{command} starting CNI request "
+        if container is not None:
+            wanted += f'ContainerID:"{container}" '
+        return text.count(wanted)
+
+    def stop(self) -> None:
+        self.stop_daemon()
+        self._stop_common()
+

@@ -1,0 +1,64 @@
+"""A real OCI registry for the chart's push and pull: Debian's docker-registry (distribution
+2.8), unpacked under .cache/ by tools/unpack-deb.sh (tools/test.sh runs it; DOCKER_REGISTRY
+overrides), never installed as the system's service.
+
+Each one listens on loopback on a port the kernel picks (its log names it), stores in the dir
+it is given (a test's temp dir), and is stopped when the `with` block ends, also on failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.support.waiting import wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = """\
+version: 0.1
+log:
+  level: info
+storage:
+  filesystem:
+    rootdirectory: {root}
+http:
+  addr: 127.0.0.1:0
+"""
+LISTENING = re.compile(r'msg="listening on (127\.0\.0\.1:\d+)"')
+
+
+def binary() -> Path | None:
+    found = Path(
+        os.environ.get("DOCKER_REGISTRY") or REPO / ".cache/docker-registry/usr/bin/docker-registry"
+    )
+    return found if os.access(found, os.X_OK) else None
+
+
+@contextmanager
+def running(exe: Path, where: Path) -> Iterator[str]:
+    """A registry serving from `where`; yields its host:port."""
+    where.mkdir(parents=True, exist_ok=True)
+    config = where / "config.yml"
+    config.write_text(CONFIG.format(root=where / "data"), encoding="utf-8")
+    log = where / "registry.log"
+    with open(log, "w", encoding="utf-8") as out:
+        proc = subprocess.Popen([str(exe), "serve", str(config)], stdout=out, stderr=out)
+    try:
+        def address() -> str | None:
+            found = LISTENING.search(log.read_text(encoding="utf-8"))
+            assert proc.poll() is None, log.read_text(encoding="utf-8")
+            return found.group(1) if found else None
+
+        yield wait_for(address, "the registry to listen", timeout=60,
+                       detail=lambda: log.read_text(encoding="utf-8"))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
