@@ -27,8 +27,8 @@ HERE = Path(__file__).resolve().parent
 INTEGRATION_DIRS = tuple(
     HERE / d
     for d in (
-        "cni_conformance", "reliability", "e2e_cri", "node_roots", "monitoring",
-        "multus_chain",
+        "cni_conformance", "reliability", "e2e_cri", "e2e_kubelet", "node_roots",
+        "monitoring", "multus_chain",
     )
 )
 # Markers that by themselves mean root and the host's namespaces, wherever the test lives.

@@ -28,9 +28,10 @@ import yaml
 from cni_delguard.cli import build_parser
 from cni_delguard.node import endpoint, layouts
 from tests.support.helm import CHART, by_kind
+from tests.support.kustomize import render_all
 from tests.support.objdiff import HELM_LABELS, diff, diff_objects, key
 
-from .test_manifests import OVERLAYS, VERSIONS, pod, render_all
+from .test_manifests import OVERLAYS, VERSIONS, pod
 from .test_monitoring import round_trip
 
 REPO = Path(__file__).resolve().parents[2]

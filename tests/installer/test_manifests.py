@@ -8,7 +8,6 @@ tools/install-kubectl.sh unpacks under .cache/ (tools/test.sh runs it; KUBECTL o
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,10 +17,10 @@ import yaml
 
 from cni_delguard.cli import build_parser
 from cni_delguard.node import errors, layouts
+from tests.support.kustomize import KUSTOMIZE, render, render_all
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALLER = REPO / "installer"
-KUSTOMIZE = INSTALLER / "kustomize"
 OVERLAYS = sorted(p.name for p in (KUSTOMIZE / "overlays").iterdir())
 MANIFESTS = sorted(INSTALLER.glob("*.yaml")) + sorted(KUSTOMIZE.rglob("daemonset.yaml"))
 # The oldest Kubernetes still commonly run, and the newest schema the package ships.
@@ -29,31 +28,6 @@ VERSIONS = ["1.28.0", kubernetes_validate.utils.latest_version()]
 HOST_PATHS = {"/opt/cni/bin", "/etc/cni/net.d", "/var/lib/cni", "/var/log/cni-delguard"}
 HOST_ROOT = "/"  # read-only: the plugin is run chrooted into it, as the runtime runs it
 ENTRY = "/usr/lib/cni-delguard/cni-delguard"
-
-
-def kubectl() -> str:
-    found = os.environ.get("KUBECTL") or str(REPO / ".cache/kubectl/usr/bin/kubectl")
-    if not os.access(found, os.X_OK):
-        pytest.skip("no Debian kubectl: run tools/install-kubectl.sh (tools/test.sh does)")
-    return found
-
-
-def render_all(overlay: str) -> list[dict]:
-    r = subprocess.run(
-        [kubectl(), "kustomize", str(KUSTOMIZE / "overlays" / overlay)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert r.returncode == 0, r.stderr
-    return [d for d in yaml.safe_load_all(r.stdout) if d is not None]
-
-
-def render(overlay: str) -> dict:
-    """The overlay's DaemonSet (the monitoring overlay adds other kinds: test_monitoring.py)."""
-    (doc,) = [d for d in render_all(overlay) if d["kind"] == "DaemonSet"]
-    return doc
 
 
 def load(path: Path) -> dict:

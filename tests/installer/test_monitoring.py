@@ -27,8 +27,9 @@ import yaml
 from cni_delguard.cli import build_parser
 from cni_delguard.node import endpoint
 from cni_delguard.ops import series
+from tests.support.kustomize import kubectl, render, render_all
 
-from .test_manifests import VERSIONS, kubectl, pod, render, render_all
+from .test_manifests import VERSIONS, pod
 
 REPO = Path(__file__).resolve().parents[2]
 COMPONENT = REPO / "installer/kustomize/components/monitoring"

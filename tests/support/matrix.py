@@ -34,6 +34,8 @@ SCENARIOS = (
     "completed-del-fails",  # a completed ADD whose DEL keeps failing
     "release",  # the same, then `cni-delguard release`
     "del-error-propagates",  # a normal pod whose delegate's DEL error must come back
+    "installer",  # the DaemonSet's pod template run by the kubelet: a pod created after the
+    # install, deleted (guard true), and one created after the uninstall overlay (guard false)
 )
 OUTCOMES = (
     "removed",  # the stale sandbox is gone (and its pod can start again)
