@@ -197,7 +197,9 @@ def test_the_container_args_and_probe_are_the_clis(helm, values):
     assert ready.layout == args.layout
     assert ready.uninstalled == (args.command == "uninstall")
     if args.command == "install" and args.metrics_address:
-        _, port = endpoint.parse_address(args.metrics_address)
+        # Kubernetes expands $(HOST_IP) from the container's env (the downward API's hostIP).
+        env = {e["name"]: "10.0.0.1" for e in c.get("env", []) if "fieldRef" in e["valueFrom"]}
+        _, port = endpoint.parse_address(endpoint.expand(args.metrics_address, env))
         assert c["ports"] == [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
 
 
@@ -260,7 +262,7 @@ def test_every_value_renders_where_it_says(helm):
     defaults = yaml.safe_load((CHART / "values.yaml").read_text())
     assert c["resources"] == {**defaults["resources"], **values["resources"]}
     template = ds["spec"]["template"]["metadata"]
-    assert template["annotations"] == values["podAnnotations"]  # scrapeAnnotations: false
+    assert template["annotations"] == values["podAnnotations"]  # never prometheus.io/*
     assert template["labels"] == {"app.kubernetes.io/name": "cni-delguard", **values["podLabels"]}
     assert ds["spec"]["selector"] == {"matchLabels": {"app.kubernetes.io/name": "cni-delguard"}}
     assert ds["spec"]["updateStrategy"] == values["updateStrategy"]
@@ -304,12 +306,14 @@ def test_the_monitoring_values_reach_their_objects(helm):
 )
 def test_the_endpoint_is_served_only_by_an_installer(helm, args, present):
     """`uninstall --hold` has no metrics endpoint: holding drops the flag, the port and the
-    scrape annotations with it (a pod that would exit 2 on an unknown flag never runs)."""
+    node's IP from the downward API with it (a pod that would exit 2 on an unknown flag never
+    runs). No prometheus.io/* annotation either way: it would double every alert."""
     c = container(helm.render(*args))
     assert ("--metrics-address" in c["args"]) is present
     assert ("ports" in c) is present
+    assert ("env" in c) is present
     ds = by_kind(helm.render(*args))["DaemonSet"]
-    assert ("annotations" in ds["spec"]["template"]["metadata"]) is present
+    assert "annotations" not in ds["spec"]["template"]["metadata"]
 
 
 def test_the_openshift_objects_are_the_overlays_in_the_release_namespace(helm):

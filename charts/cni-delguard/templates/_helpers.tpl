@@ -42,10 +42,13 @@ own and the extra ones passed. Call with (dict "top" $ "file" NAME "labels" MAP 
 {{- end -}}
 {{- end }}
 
-{{/* --metrics-address: IP:PORT, [IPv6]:PORT, or :PORT for every address. */}}
+{{/* --metrics-address: IP:PORT or [IPv6]:PORT; no address: the node's own, [$(HOST_IP)]:PORT
+(HOST_IP from the downward API, set in the container's env). */}}
 {{- define "cni-delguard.metricsAddress" -}}
-{{- $ip := .Values.prometheus.address -}}
+{{- $ip := .Values.prometheus.address | default "$(HOST_IP)" -}}
+{{- if eq $ip "$(HOST_IP)" }}[{{ $ip }}]:{{ .Values.prometheus.port }}{{ else -}}
 {{- if contains ":" $ip }}[{{ $ip }}]{{ else }}{{ $ip }}{{ end }}:{{ .Values.prometheus.port }}
+{{- end }}
 {{- end }}
 
 {{/* Whether the pod serves metrics: asked for, and not holding (uninstall has no endpoint). */}}
