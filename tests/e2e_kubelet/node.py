@@ -26,6 +26,7 @@ tests/e2e_cri/node.py's Node, with what a kubelet adds:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -36,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.e2e_cri import node as base
-from tests.e2e_cri import pause_image
-from tests.e2e_kubelet.runtimes import CNI_BIN, CNI_CONF, Runtime
+from tests.e2e_cri.runtimes import Paths, Runtime
+from tests.e2e_kubelet.runtimes import CNI_BIN, CNI_CONF
 from tests.support.waiting import wait_for
 
 PREFIX = "dgkl-"
@@ -98,7 +99,6 @@ KERNEL_TUNABLES = {
 
 @dataclass
 class Node(base.Node):
-    runtime: Runtime | None = None
     holder_starts: int = 0
 
     @classmethod
@@ -113,14 +113,11 @@ class Node(base.Node):
             (tmp / "sysctl" / str(i)).write_text(value + "\n", encoding="ascii")
         return node
 
-    @property
-    def rt(self) -> Runtime:
-        assert self.runtime is not None
-        return self.runtime
-
-    @property
-    def log_path(self) -> Path:
-        return self.tmp / "logs" / "containerd.log"
+    def paths(self) -> Paths:
+        """The runtime's config names the CNI dirs where a kubeadm node has them: inside the
+        node's mount namespace they are the node's own dirs (binds())."""
+        return dataclasses.replace(super().paths(), cni_bin=Path(CNI_BIN),
+                                   cni_conf=Path(CNI_CONF))
 
     @property
     def var_log(self) -> Path:
@@ -162,35 +159,23 @@ class Node(base.Node):
 
     # --- the runtime -------------------------------------------------------------------------
 
-    def write_config(self) -> Path:
-        path = self.tmp / "containerd.toml"
-        path.write_text(self.rt.render(self.tmp, self.socket, pause_image.IMAGE_REF,
-                                       self.snapshotter), encoding="utf-8")
-        return path
-
-    def start_containerd(self) -> None:
-        assert self.holder is not None and self.containerd is None
+    def start_runtime(self) -> None:
+        """As the CRI suite starts it (its row's config and argv), inside the node's mount AND
+        network namespaces: the pods' bridge and the kubelet's port are the node's own."""
+        assert self.holder is not None and self.daemon is None
         config = self.write_config()
         self.starts += 1
         self._log = self.log_path.open("ab")
         self._log.write(f"\n===== start {self.starts} =====\n".encode())
         self._log.flush()
-        # nsenter execs containerd in place: the pid is containerd's.
-        self.containerd = subprocess.Popen(
-            [*self.nsenter(), str(self.rt.bin("containerd")), "--config", str(config)],
+        # nsenter execs the runtime in place: the pid is the runtime's.
+        self.daemon = subprocess.Popen(
+            [*self.nsenter(), *self.runtime.argv(config)],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-            env=self.rt.env(),
+            env=self.runtime.env(),
         )
-        wait_for(self._answers, f"{self.rt.key} to answer on {self.socket}",
+        wait_for(self._answers, f"{self.runtime.key} to answer on {self.socket}",
                  timeout=START_BOUND, every=0.2)
-
-    def ctr(
-        self, *args: str, check: bool = True, timeout: float = 120
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(self.rt.bin("ctr")), "-a", str(self.socket), "-n", "k8s.io", *args],
-            capture_output=True, text=True, check=check, timeout=timeout,
-        )
 
     # --- reboot and teardown -----------------------------------------------------------------
 
@@ -201,9 +186,9 @@ class Node(base.Node):
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        if self.containerd is not None:
-            self.containerd.wait(timeout=30)
-            self.containerd = None
+        if self.daemon is not None:
+            self.daemon.wait(timeout=30)
+            self.daemon = None
             self._close_log()
         self._kill_leftovers()
         self._stop_holder()

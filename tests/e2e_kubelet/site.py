@@ -2,9 +2,10 @@
 conflist (with or without the guard in front), and a standalone kubelet driving it.
 
 The chain is "fake-stateful" (tests/support/chains.py): tests/fakes/stale_delegate.py where
-multus would be, failing DEL for an attachment it holds no state for (kube-ovn behind multus
-without its cache), with Debian's bridge + host-local after it so a pod that starts has an eth0
-(containerd requires one). It is the one piece of the conflist a scenario changes.
+multus would be, failing DEL for an attachment it holds no state for (the seed report's failure,
+which real multus v4.3.0 never shows: README "Behind multus"), with Debian's bridge + host-local
+after it so a pod that starts has an eth0 (containerd requires one). It is the one piece of the
+conflist a scenario changes.
 
 What the scenarios read, besides the kubelet (kubelet.py): the runtime's sandboxes over CRI,
 what the fake was asked (its record file), and the runtime's log.
@@ -92,7 +93,7 @@ class Site:
         """The node's processes after a power-off: namespaces, the runtime (which reloads the
         conflist on disk), then the kubelet."""
         self.node.start_holder()
-        self.node.start_containerd()
+        self.node.start_runtime()
         self.cri.reconnect()
         self.net.wait_loaded(self.cri)
         self.kubelet.start()
@@ -109,12 +110,12 @@ def site(runtime: Runtime, guarded: bool, shared: Shared) -> Iterator[Site]:
         node.install_debian_plugins()
         install_fake(node.cni_bin)
         node.start_holder()
-        node.start_containerd()
+        node.start_runtime()
         if not node.overlayfs_ok():
             node.notes.append("overlayfs unusable here: native snapshotter")
-            node.stop_containerd()
+            node.stop_runtime()
             node.snapshotter = "native"
-            node.start_containerd()
+            node.start_runtime()
         node.import_image(shared.pause_archive)
         client = cri.CriClient(node.socket, shared.stubs, node.cgroup_parent)
         wait_for(lambda: client is not None and client.image_known(pause_image.IMAGE_REF),
