@@ -35,7 +35,7 @@ def test_scenario(
     # The pod is in the API for the whole scenario, as for a pod the kubelet still deletes (a
     # chain with multus reads it; the fake reads nothing).
     chain.pod_exists(Pod(spec.namespace, spec.name, spec.uid), True)
-    stage = Stage(node, client, chain, Network(node, guarded), spec)
+    stage = Stage(node, client, chain, Network(node, guarded, cni_version=chain.cni_version), spec)
     outcome, seconds = timed(SCENARIOS[scenario], stage)
     row = matrix.Row(node.runtime.runtime, runtime_version, chain.delegate, scenario, guarded,
                      outcome, seconds)

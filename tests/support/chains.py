@@ -51,6 +51,9 @@ class Pod:
 
 class Chain(Protocol):
     delegate: str  # the matrix's name for it
+    # the conflist's cniVersion in front of it: multus's conf takes its delegate's (kube-ovn's
+    # 0.3.1), as multus's entrypoint and daemon write it
+    cni_version: str
 
     def start(self, bin_dir: Path, work: Path, cni_cache: Path) -> None:
         """Put the chain's plugins into bin_dir and start what it needs (an API, a daemon).

@@ -144,6 +144,7 @@ class _Base:
 
     enter: tuple[str, ...] = ()
     node: str = NODE
+    cni_version: str = CNI_VERSION  # multus's conf takes kube-ovn's, so the runtime's conflist too
     api: KubeAPI | None = None
     kube_ovn: KubeOvn | None = None
     work: Path | None = None
