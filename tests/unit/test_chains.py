@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from tests.support import chains, matrix
+from tests.support import chains, matrix, matrix_readme
 from tests.support.multus import MultusThick, MultusThin, Thin
 
 MEMBERS = [n for n, v in vars(chains.Chain).items() if inspect.isfunction(v) and n[0] != "_"]
@@ -34,6 +34,7 @@ def test_matrix_chains_are_in_the_matrix_vocabulary() -> None:
     from tests.e2e_cri import matrix_chains
 
     assert set(matrix_chains.CHAINS) == set(matrix_chains.RUNS) == set(matrix.DELEGATES)
+    assert set(matrix_readme.DELEGATE_NAMES) == set(matrix.DELEGATES)
     for chain, scenario in matrix_chains.cases():
         assert scenario in matrix.SCENARIOS, (chain, scenario)
     assert [s for c, s in matrix_chains.cases() if c == "fake-stateful"] == [
