@@ -13,24 +13,23 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e_cri import cri, pause_image
+from tests.e2e_cri import cri, matrix_chains, pause_image
 from tests.e2e_cri.node import Node
 from tests.e2e_cri.runtimes import RUNTIMES, Runtime
 from tests.support.chains import Chain
 from tests.support.fakes import install_fake
 from tests.support.guard import under_test
-from tests.support.stateful_chain import FakeStateful
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("DELGUARD_E2E_CACHE", str(REPO / ".cache" / "e2e")))
-# What can sit behind the guard, by the matrix's delegate name: each scenario of test_matrix.py
-# runs with each. A chain is one entry here (tests/support/chains.py's protocol).
-CHAINS: dict[str, Callable[[], Chain]] = {"fake-stateful": FakeStateful}
+# What can sit behind the guard, by the matrix's delegate name (tests/support/chains.py's
+# protocol), and the scenarios each runs: matrix_chains.py.
+CHAINS = matrix_chains.CHAINS
 _versions: dict[str, str] = {}  # runtime key -> version as its binary reported it, this run
 
 
@@ -175,10 +174,12 @@ def remove_all_pods(client: cri.CriClient) -> None:
                 break
 
 
-@pytest.fixture(params=list(CHAINS))
+@pytest.fixture
 def chain(request: pytest.FixtureRequest, node: Node) -> Iterator[Chain]:
-    """A chain started for this node: its plugins in the node's bin dir, its work dir inside."""
-    made = CHAINS[request.param]()
+    """A chain started for this node: its plugins in the node's bin dir, its work dir inside.
+
+    Its name comes by indirect parametrization (test_matrix.py: matrix_chains.cases())."""
+    made = CHAINS[request.param](node)
     try:
         made.start(node.cni_bin, node.tmp / "chain", node.cni_cache)
         yield made

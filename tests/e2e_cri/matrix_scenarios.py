@@ -26,9 +26,13 @@ from tests.support.chains import Behaviour, Chain
 from tests.support.guard import guard_argv
 from tests.support.waiting import wait_for
 
-STALE_DEL = "server_socket is required in cni.conf"  # the fake's (kube-ovn's) DEL without state
-DEL_REFUSED = "fake delegate: DEL refused"  # its DEL told to fail (failDel)
-ADD_REFUSED = "fake delegate: ADD refused"
+# kube-ovn's DEL without `server_socket`: the fake's without state, the kube-ovn fake's when multus
+# handed it a config without it
+STALE_DEL = "server_socket is required in cni.conf"
+# The end delegate told to fail (failDel, failAdd): "fake delegate: ..." (tests/fakes/
+# stale_delegate.py) or "fake kube-ovn: ..." (tests/fakes/kube_ovn.py, through multus)
+DEL_REFUSED = "DEL refused"
+ADD_REFUSED = "ADD refused"
 RETRIES = 2  # the kubelet retries Stop/Remove for ever; twice shows a failure is not transient
 # The kubelet's runtime request deadline (2 minutes), shortened; long enough for the ADD to start
 # under the other helpers' load, which is all the scenario needs.
@@ -127,7 +131,9 @@ def double_del(stage: Stage) -> str:
     assert dels, "no DEL reached the delegate at all"
     if outcome == "stuck":
         _stuck_on(stage, STALE_DEL)  # the second DEL's own error
-    if stage.guarded:
+    if stage.guarded and outcome == "removed":
+        # (a delegate whose every DEL fails, as kube-ovn's behind multus-thin-path, keeps the
+        # evidence of the ADD: the guard forwards each retry, rightly)
         assert len(dels) == 1, f"the guard forwarded a DEL with no evidence: {dels}"
     return outcome
 

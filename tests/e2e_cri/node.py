@@ -134,6 +134,13 @@ class Node:
         if line.strip() != "ready":
             raise RuntimeError(f"mount namespace holder failed (said {line!r})")
 
+    @property
+    def enter(self) -> tuple[str, ...]:
+        """The argv prefix that runs a command in the node's mount namespace (nsenter execs it in
+        place); valid until power_off."""
+        assert self.holder is not None
+        return ("nsenter", f"--mount=/proc/{self.holder.pid}/ns/mnt", "--")
+
     def mount_ns(self) -> str:
         assert self.holder is not None
         return os.readlink(f"/proc/{self.holder.pid}/ns/mnt")

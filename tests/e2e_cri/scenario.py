@@ -89,6 +89,7 @@ class Network:
     generation: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
     mark: int = 0  # where the runtime's log stood before the last write (runtimes.conf_mark)
+    cni_version: str = "1.0.0"  # the chain's (tests/support/chains.py)
 
     def __post_init__(self) -> None:
         if self.guarded and not (self.node.cni_bin / "cni-delguard").exists():
@@ -103,7 +104,7 @@ class Network:
         if self.guarded:
             plugins = [wrap(self.node, plugins[0]), *plugins[1:]]
         self.generation += 1
-        return {"cniVersion": "1.0.0", "name": NETWORK,
+        return {"cniVersion": self.cni_version, "name": NETWORK,
                 "e2eGeneration": f"gen-{self.generation}", "plugins": plugins}
 
     def write(self, plugins: list[dict[str, Any]]) -> str:

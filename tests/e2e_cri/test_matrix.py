@@ -1,11 +1,12 @@
-"""The matrix: every scenario on every runtime and chain, without and with the frozen guard.
+"""The matrix: each chain's scenarios on every runtime, without and with the frozen guard.
 
-Each case runs on a fresh node (conftest.py: one per row of runtimes.RUNTIMES), drives one
-scenario of scenarios.py over CRI, records its row (tests/support/matrix.py: the runtime, its
-version as the binary reports it, the chain, the scenario, the guard, the outcome, the seconds)
-and then compares the outcome with expected.py's table: what was measured here before, so that a
-runtime, chain or guard that changes behaviour fails the suite. The row is recorded first, so
-that the matrix (and README, rendered from it) shows what happened even when the test fails.
+Each case (a chain and one of its scenarios: matrix_chains.py) runs on a fresh node (conftest.py:
+one per row of runtimes.RUNTIMES), drives the scenario (matrix_scenarios.py) over CRI, records its
+row (tests/support/matrix.py: the runtime, its version as the binary reports it, the chain, the
+scenario, the guard, the outcome, the seconds) and then compares the outcome with expected.py's
+table: what was measured here before, so that a runtime, chain or guard that changes behaviour
+fails the suite. The row is recorded first, so that the matrix (and README, rendered from it) shows
+what happened even when the test fails.
 """
 
 from __future__ import annotations
@@ -14,22 +15,27 @@ import pytest
 
 from tests.e2e_cri.cri import CriClient, PodSpec
 from tests.e2e_cri.expected import expected
+from tests.e2e_cri.matrix_chains import cases
 from tests.e2e_cri.matrix_scenarios import SCENARIOS, Stage, timed
 from tests.e2e_cri.node import Node
 from tests.e2e_cri.scenario import Network
 from tests.support import matrix
-from tests.support.chains import Chain
+from tests.support.chains import Chain, Pod
 
 pytestmark = pytest.mark.containerd
 
 @pytest.mark.parametrize("guarded", [False, True], ids=["without-guard", "with-guard"])
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
+@pytest.mark.parametrize(("chain", "scenario"), cases(), indirect=["chain"],
+                         ids=[f"{c}-{s}" for c, s in cases()])
 def test_scenario(
     node: Node, client: CriClient, chain: Chain, runtime_version: str, scenario: str,
     guarded: bool,
 ) -> None:
-    stage = Stage(node, client, chain, Network(node, guarded),
-                  PodSpec(scenario, uid=f"uid-{scenario}"))
+    spec = PodSpec(scenario, uid=f"uid-{scenario}")
+    # The pod is in the API for the whole scenario, as for a pod the kubelet still deletes (a
+    # chain with multus reads it; the fake reads nothing).
+    chain.pod_exists(Pod(spec.namespace, spec.name, spec.uid), True)
+    stage = Stage(node, client, chain, Network(node, guarded, cni_version=chain.cni_version), spec)
     outcome, seconds = timed(SCENARIOS[scenario], stage)
     row = matrix.Row(node.runtime.runtime, runtime_version, chain.delegate, scenario, guarded,
                      outcome, seconds)

@@ -7,9 +7,12 @@ runtimes and with several chains; the matrix's `delegate` names the chain:
   attachment it holds no state for, as kube-ovn does behind multus without its cache.
 - "multus-thin": the real multus (thin plugin) in front of a kube-ovn-like delegate, with a small
   Kubernetes API for the pods and network-attachment-definitions multus reads
-  (tests/support/multus.py MultusThin; `form` picks the delegates inline, as multus's entrypoint
-  writes them, or `clusterNetwork` as the conflist's path). Whatever fails, fails because of what
-  multus hands the delegate, never because of a flag in a fake. (multus v4.3.0 never fails a DEL
+  (tests/support/multus.py MultusThin with `form` Thin.INLINE: the delegates inline, as multus's
+  entrypoint writes them).
+- "multus-thin-path": the same with `form` Thin.CLUSTER_NETWORK_PATH (`clusterNetwork` as the
+  conflist's path, the other form multus documents).
+  Whatever fails, fails because of what multus hands the delegate, never because of a flag in a
+  fake. (multus v4.3.0 never fails a DEL
   for want of its cache: tests/support/multus.py's header and tests/multus_chain say what it does.)
 - "multus-thick": the real multus-shim and multus-daemon, with the same delegate and API
   (MultusThick; the daemon runs in the node's mount namespace: give it the node's nsenter prefix
@@ -48,6 +51,9 @@ class Pod:
 
 class Chain(Protocol):
     delegate: str  # the matrix's name for it
+    # the conflist's cniVersion in front of it: multus's conf takes its delegate's (kube-ovn's
+    # 0.3.1), as multus's entrypoint and daemon write it
+    cni_version: str
 
     def start(self, bin_dir: Path, work: Path, cni_cache: Path) -> None:
         """Put the chain's plugins into bin_dir and start what it needs (an API, a daemon).

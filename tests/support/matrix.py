@@ -23,7 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 RUNTIMES = ("containerd", "cri-o")
-DELEGATES = ("fake-stateful", "multus-thin", "multus-thick")
+# multus-thin: kube-ovn inline in multus thin's `delegates`; multus-thin-path: the same conflist
+# named by its path in `clusterNetwork` (tests/support/multus.py Thin)
+DELEGATES = ("fake-stateful", "multus-thin", "multus-thin-path", "multus-thick")
 DRIVERS = ("cri", "kubelet")
 SCENARIOS = (
     "double-del",  # a pod deleted normally; the delegate forgets its state after a good DEL

@@ -22,6 +22,12 @@ BEGIN = ("<!-- matrix:begin (tools/render-matrix.py --write renders this from "
 END = "<!-- matrix:end -->"
 RUNTIME_NAMES = {"containerd": "containerd", "cri-o": "CRI-O"}
 DRIVER_NAMES = {"cri": "CRI calls written by the test", "kubelet": "a real kubelet"}
+DELEGATE_NAMES = {
+    "fake-stateful": "a delegate that fails DEL once it holds no state",
+    "multus-thin": "real multus thin, kube-ovn's conflist inline in `delegates`",
+    "multus-thin-path": "real multus thin, kube-ovn's conflist by its path in `clusterNetwork`",
+    "multus-thick": "real multus-shim and multus-daemon",
+}
 MISSING = "-"
 
 
@@ -59,8 +65,8 @@ def render(rows: Iterable[matrix.Row]) -> str:
         return "No matrix has been recorded yet.\n"
     out: list[str] = []
     for delegate, driver in groups:
-        out.append(f"`{delegate}` behind the guard, driven by {DRIVER_NAMES[driver]} "
-                   "(without the guard → with it):")
+        out.append(f"`{delegate}` ({DELEGATE_NAMES[delegate]}) behind the guard, driven by "
+                   f"{DRIVER_NAMES[driver]} (without the guard → with it):")
         out.append("")
         out.extend(_table([r for r in rows if (r.delegate, r.driver) == (delegate, driver)]))
         out.append("")

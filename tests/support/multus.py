@@ -1,5 +1,5 @@
 """The real multus v4.3.0 (peers/pins.tsv) in front of a kube-ovn-like delegate: the chains
-"multus-thin" and "multus-thick" of tests/support/chains.py.
+"multus-thin", "multus-thin-path" and "multus-thick" of tests/support/chains.py.
 
 Both are configured the way the report's users run them, with kube-ovn's conflist as the network
 multus delegates to (kube-ovn writes it into the node's conf dir: type kube-ovn with its
@@ -144,6 +144,7 @@ class _Base:
 
     enter: tuple[str, ...] = ()
     node: str = NODE
+    cni_version: str = CNI_VERSION  # multus's conf takes kube-ovn's, so the runtime's conflist too
     api: KubeAPI | None = None
     kube_ovn: KubeOvn | None = None
     work: Path | None = None
@@ -194,9 +195,13 @@ class MultusThin(_Base):
     """multus (thin plugin) run by the runtime, kube-ovn behind it."""
 
     form: Thin = Thin.INLINE
-    delegate: str = "multus-thin"
+    delegate: str = ""  # the matrix's name: "multus-thin", or "multus-thin-path" for that form
     log: Path | None = None
     kubeconfig: Path | None = None
+
+    def __post_init__(self) -> None:
+        if not self.delegate:
+            self.delegate = "multus-thin" if self.form is Thin.INLINE else "multus-thin-path"
 
     def start(self, bin_dir: Path, work: Path, cni_cache: Path) -> None:
         del cni_cache  # multus's cache is its default /var/lib/cni/multus, the node's

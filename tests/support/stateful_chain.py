@@ -26,6 +26,7 @@ SUBNET = "10.251.73.0/24"  # only inside the pods' netns and on a bridge without
 
 class FakeStateful:
     delegate = "fake-stateful"
+    cni_version = "1.0.0"
 
     def __init__(self) -> None:
         self.work: Path | None = None

@@ -1,0 +1,45 @@
+"""What sits behind the guard in the matrix, by the matrix's delegate name, and which scenarios
+each chain runs.
+
+fake-stateful (a delegate that fails DEL without state) runs every scenario: it is the report's
+failure, reduced to the runtime's part. The real multus chains (tests/support/multus.py) run the
+scenarios whose outcome depends on what multus does with a DEL, on every runtime; the others
+would only repeat the runtime's part at several minutes each (see README.md here):
+
+- multus-thin (kube-ovn inline): double-del (does multus's missing cache fail the second DEL?),
+  reboot (a stale sandbox whose multus cache stayed on disk), del-error-propagates (a delegate's
+  DEL error must come back through multus and the guard).
+- multus-thin-path (kube-ovn's conflist by path: every DEL loses `server_socket`): double-del,
+  reboot (the seed report's stale sandbox) and release (a completed ADD whose DEL keeps failing).
+- multus-thick: double-del and del-error-propagates (its shim answers 0 to every DEL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.e2e_cri.matrix_scenarios import SCENARIOS
+from tests.e2e_cri.node import Node
+from tests.support.chains import Chain
+from tests.support.multus import MultusThick, MultusThin, Thin
+from tests.support.stateful_chain import FakeStateful
+
+CHAINS: dict[str, Callable[[Node], Chain]] = {
+    "fake-stateful": lambda node: FakeStateful(),
+    "multus-thin": lambda node: MultusThin(form=Thin.INLINE),
+    "multus-thin-path": lambda node: MultusThin(form=Thin.CLUSTER_NETWORK_PATH),
+    # the daemon runs in the node's mount namespace, where /var/lib/cni/multus is the node's
+    "multus-thick": lambda node: MultusThick(enter=node.enter),
+}
+
+RUNS: dict[str, tuple[str, ...]] = {
+    "fake-stateful": tuple(SCENARIOS),
+    "multus-thin": ("double-del", "reboot", "del-error-propagates"),
+    "multus-thin-path": ("double-del", "reboot", "release"),
+    "multus-thick": ("double-del", "del-error-propagates"),
+}
+
+
+def cases() -> list[tuple[str, str]]:
+    """(chain, scenario) for every case of the matrix, in the matrix's scenario order."""
+    return [(chain, s) for chain, runs in RUNS.items() for s in SCENARIOS if s in runs]
