@@ -4,7 +4,7 @@ The end-to-end scenarios (CRI calls written by the test, or a real kubelet) run 
 runtimes and with several chains; the matrix's `delegate` names the chain:
 
 - "fake-stateful": tests/fakes/stale_delegate.py straight behind the guard. It fails DEL for an
-  attachment it holds no state for, as kube-ovn does behind multus without its cache.
+  attachment it holds no state for: the seed report's failure, which real multus never shows.
 - "multus-thin": the real multus (thin plugin) in front of a kube-ovn-like delegate, with a small
   Kubernetes API for the pods and network-attachment-definitions multus reads
   (tests/support/multus.py MultusThin with `form` Thin.INLINE: the delegates inline, as multus's

@@ -1,9 +1,11 @@
 """The "fake-stateful" chain: tests/fakes/stale_delegate.py straight behind the guard.
 
-The fake stands for kube-ovn behind multus without its cache: it keeps one state file per
-attachment, written by ADD and removed by a successful DEL, and fails a DEL for which it holds no
-state ("server_socket is required in cni.conf"). So a second DEL after a good one fails, as the
-real chain's does once multus has dropped its cache. Debian's bridge + host-local follow it in
+The fake stands for the seed report's delegate (kube-ovn behind multus, as BACKGROUND.md tells
+it): it keeps one state file per attachment, written by ADD and removed by a successful DEL, and
+fails a DEL for which it holds no state ("server_socket is required in cni.conf"). So a second
+DEL after a good one fails. Real multus v4.3.0 in front of a kube-ovn-like delegate never fails a
+DEL for want of its cache (the multus chains of tests/e2e_cri measure what it does instead), so
+this behaviour comes from no installable part: hence a fake. Debian's bridge + host-local follow it in
 the conflist, outside the guard, so that a pod that starts has the eth0 (and IP) a runtime
 wants; its bridge device is this chain's own and stop() deletes it.
 """
