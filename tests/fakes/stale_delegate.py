@@ -2,9 +2,9 @@
 
 It stands for behaviour that no installable part shows: the seed report's delegate chain (kube-ovn
 behind multus without its cache) rejecting a DEL for an attachment whose ADD never completed, with
-"server_socket is required in cni.conf". Real multus v4.3.0 never fails a DEL for want of its
-cache (README "Behind multus"), so not even multus shows it. Debian's reference plugins all treat such a DEL as success,
-so they cannot reproduce the deadlock cni-delguard exists to break.
+"server_socket is required in cni.conf". Real multus v4.3.0 never fails a DEL for want of its cache
+(README "Behind multus"), so not even multus shows it. Debian's reference plugins all treat such a
+DEL as success, so they cannot reproduce the deadlock cni-delguard exists to break.
 
 It keeps one state file per (containerID, ifname) in its `stateDir` (written by ADD, removed by a
 successful DEL) and appends one JSON line per invocation to its `recordFile`, so tests can prove

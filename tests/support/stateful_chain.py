@@ -1,13 +1,13 @@
 """The "fake-stateful" chain: tests/fakes/stale_delegate.py straight behind the guard.
 
-The fake stands for the seed report's delegate (kube-ovn behind multus, as BACKGROUND.md tells
-it): it keeps one state file per attachment, written by ADD and removed by a successful DEL, and
-fails a DEL for which it holds no state ("server_socket is required in cni.conf"). So a second
-DEL after a good one fails. Real multus v4.3.0 in front of a kube-ovn-like delegate never fails a
-DEL for want of its cache (the multus chains of tests/e2e_cri measure what it does instead), so
-this behaviour comes from no installable part: hence a fake. Debian's bridge + host-local follow it in
-the conflist, outside the guard, so that a pod that starts has the eth0 (and IP) a runtime
-wants; its bridge device is this chain's own and stop() deletes it.
+The fake stands for the seed report's delegate (kube-ovn behind multus, as BACKGROUND.md tells it):
+it keeps one state file per attachment, written by ADD and removed by a successful DEL, and fails a
+DEL for which it holds no state ("server_socket is required in cni.conf"). So a second DEL after a
+good one fails. Real multus v4.3.0 in front of a kube-ovn-like delegate never fails a DEL for want
+of its cache (the multus chains of tests/e2e_cri measure what it does instead), so this behaviour
+comes from no installable part: hence a fake. Debian's bridge + host-local follow it in the
+conflist, outside the guard, so that a pod that starts has the eth0 (and IP) a runtime wants; its
+bridge device is this chain's own and stop() deletes it.
 """
 
 from __future__ import annotations
