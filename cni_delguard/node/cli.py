@@ -223,10 +223,11 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
     bundle_dir = None
     if args.command == "install" and not args.no_bundle:
         bundle_dir = args.bundle_dir or default_bundle_dir()
+    bin_dir, conf_dir = _dirs(args, layout)
     return actions.Options(
         root=os.path.normpath(args.root),
-        bin_dir=where.located(args.root, args.bin_dir or layouts.bin_dir(layout, args.root)),
-        conf_dir=where.located(args.root, args.conf_dir or layout.conf_dir),
+        bin_dir=bin_dir,
+        conf_dir=conf_dir,
         conf_file=args.conf_file,
         wrap=args.wrap,
         state_dir=where.under(args.root, args.state_dir or layout.state_dir),
@@ -237,6 +238,28 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
         dry_run=args.dry_run,
         lock_timeout=args.lock_timeout,
     )
+
+
+def _dirs(args: argparse.Namespace, layout: layouts.Layout) -> tuple[str, str]:
+    """The bin dir and conf dir the runtime uses now, as seen from here: the flag's, or the
+    layout's with the node's links followed inside --root (k3s's data/current, MicroK8s'
+    current), so a distribution's upgrade that moves a link moves them."""
+    return (
+        where.located(args.root, args.bin_dir or layouts.bin_dir(layout, args.root)),
+        where.located(args.root, args.conf_dir or layout.conf_dir),
+    )
+
+
+def _resolver(args: argparse.Namespace, name: str) -> watch.Resolve:
+    """What the watcher calls on every poll: the dirs of the layout it started on (never
+    chosen again: a layout is not found anew while the node runs), resolved again."""
+    layout = layouts.BY_NAME[name]
+
+    def resolve(opts: actions.Options) -> actions.Options:
+        bin_dir, conf_dir = _dirs(args, layout)
+        return dataclasses.replace(opts, bin_dir=bin_dir, conf_dir=conf_dir)
+
+    return resolve
 
 
 def default_bundle_dir() -> str:
@@ -398,7 +421,8 @@ def _watch(args: argparse.Namespace, say: actions.Say) -> None:
     counts = watch.Counts()
     metrics = _exporter(args, opts, counts, say)
     try:
-        watch.run(opts, limits, stop, say, tasks=_tasks(args, opts, say), counts=counts)
+        opts = watch.run(opts, limits, stop, say, tasks=_tasks(args, opts, say), counts=counts,
+                         resolve=_resolver(args, opts.layout))
     finally:
         if metrics is not None:
             metrics.stop()
