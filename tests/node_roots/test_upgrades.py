@@ -1,0 +1,187 @@
+"""A distribution's own upgrade under a running `install --watch` (issue 30), on fake node roots.
+
+The watcher is the frozen binary (or the package, installing the frozen bundle) as the DaemonSet
+runs it: `install --watch --root R`, no path flag, the layout found by `auto`. Then the
+distribution moves its dirs the way its own upgrade does:
+
+- `k3s-release`: k3s before its October 2024 releases. containerd's bin_dir is the running
+  release's data/<hash>/bin; an upgrade unpacks a new <hash> dir, moves data/current to it (an
+  absolute link) and removes the old one. The conf dir stays.
+- `k3s-data-cni`: k3s upgrading into the October 2024 releases: data/cni appears and is the bin
+  dir from then on (the old release dir stays until k3s prunes it).
+- `microk8s-refresh`: `snap refresh` copies SNAP_DATA (the revision dir, conf and guard
+  included) to the new revision, moves `current` (a relative link) to it, and multus then
+  writes its conf anew in the new revision's args/cni-network, unwrapped.
+
+After each: the plugin is where the runtime now looks, and runs there with the node's root as /
+(a DEL with no evidence, chrooted into R with CNI_PATH the new bin dir: exit 0, skipped, logged);
+the conf the runtime now reads names the guard; `ready --root R` passes. How long the node was
+between the move and a passing `ready` is printed (no assertion on time: the watcher polls every
+0.2 s here; benchmarks.layout_moves measures the window at the default interval).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support import guard
+from tests.support.installerproc import WatchProc, command
+from tests.support.noderoot import needs_root, proc_mounted
+from tests.support.records import guard_log
+from tests.support.waiting import wait_for
+
+CHROOT = "/usr/sbin/chroot"
+FAKE_DIR = "/delguard-fake"  # the fake delegate's files, inside the node root only
+MULTUS_CONF = {"cniVersion": "1.0.0", "name": "multus-cni-network", "type": "multus",
+               "stateDir": FAKE_DIR, "recordFile": f"{FAKE_DIR}/calls.jsonl"}
+K3S_DATA = "/var/lib/rancher/k3s/data"
+K3S_CONF = "/var/lib/rancher/k3s/agent/etc/cni/net.d"
+SNAP = "/var/snap/microk8s"
+
+
+@dataclass
+class Node:
+    root: Path
+    fake: Path  # the static fake delegate ("multus"), copied into every bin dir made
+
+    def path(self, on_node: str) -> Path:
+        return self.root / on_node.lstrip("/")
+
+    def bin_dir(self, on_node: str) -> Path:
+        d = self.path(on_node)
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(self.fake, d / "multus")
+        return d
+
+    def conf(self, conf_dir: str) -> Path:
+        path = self.path(conf_dir) / "00-multus.conf"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(".00-multus.conf.new")
+        tmp.write_text(json.dumps(MULTUS_CONF, indent=1) + "\n")
+        os.replace(tmp, path)  # as multus writes it: one rename
+        return path
+
+    def link(self, on_node: str, target: str) -> None:
+        """Point the link at `target` in one rename, as k3s and snapd move theirs."""
+        tmp = self.path(on_node + ".new")
+        tmp.symlink_to(target)
+        os.replace(tmp, self.path(on_node))
+
+    def args(self, *extra: str) -> list[str]:
+        bundle = [] if guard.under_test() == "frozen" else [
+            "--bundle-dir", str(guard.frozen_binary().parent)]
+        return ["--root", str(self.root), *bundle, *extra]
+
+    def ready(self) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*command(), "ready", "--root", str(self.root)],
+                              capture_output=True, text=True, timeout=120, check=False)
+
+    def skipped_del(self, bin_dir: str, conf: Path, cid: str) -> None:
+        """The plugin where the runtime looks, run as the runtime runs it: a DEL with no
+        evidence is answered at once (exit 0, nothing on stdout) and logged as skipped."""
+        code, out = guard.exec_cni(Path(bin_dir), "DEL", conf.read_bytes(), cid=cid,
+                                   prefix=(CHROOT, str(self.root)))
+        assert (code, out) == (0, None), out
+        decisions = {r["containerID"]: r["decision"]
+                     for r in guard_log(self.path("/var/log/cni-delguard/delguard.log"),
+                                        command="DEL")}
+        assert decisions.get(cid) == "skip", decisions
+
+
+def wrapped(path: Path) -> bool:
+    try:
+        return json.loads(path.read_text()).get("type") == "cni-delguard"
+    except (OSError, ValueError):
+        return False
+
+
+@pytest.fixture
+def node(tmp_path: Path, static_fake: Path) -> Iterator[Node]:
+    needs_root()
+    guard.frozen_or_skip()
+    made = Node(tmp_path / "node", static_fake)
+    for d in ("/var/log", FAKE_DIR):
+        made.path(d).mkdir(parents=True)
+    with proc_mounted(made.root):
+        yield made
+
+
+@pytest.fixture
+def watcher(node: Node, tmp_path: Path) -> Iterator[Callable[[], WatchProc]]:
+    procs: list[WatchProc] = []
+
+    def start() -> WatchProc:
+        procs.append(WatchProc(node, tmp_path))
+        return procs[-1]
+
+    yield start
+    for proc in procs:
+        assert proc.stop() == 0, proc.text()
+        assert "Traceback" not in proc.text(), proc.text()
+
+
+def guarded(node: Node, proc: WatchProc, conf: Path, what: str) -> float:
+    """Wait until the conf is wrapped and `ready` passes; the seconds it took."""
+    start = time.monotonic()
+    wait_for(lambda: wrapped(conf) and node.ready().returncode == 0, what, 60,
+             detail=lambda: proc.text() + node.ready().stdout)
+    return time.monotonic() - start
+
+
+def test_k3s_release_dir_upgrade_gets_the_guard_in_the_new_release(node, watcher):
+    node.bin_dir(f"{K3S_DATA}/8e61313beb4e/bin")
+    node.link(f"{K3S_DATA}/current", f"{K3S_DATA}/8e61313beb4e")
+    conf = node.conf(K3S_CONF)
+    w = watcher()
+    guarded(node, w, conf, "guarded at start")
+
+    node.bin_dir(f"{K3S_DATA}/a1b2c3d4e5f6/bin")  # the new release, unpacked by k3s
+    node.link(f"{K3S_DATA}/current", f"{K3S_DATA}/a1b2c3d4e5f6")
+    shutil.rmtree(node.path(f"{K3S_DATA}/8e61313beb4e"))  # and the old one removed
+    took = guarded(node, w, conf, "guarded in the new release")
+    print(f"k3s release-dir upgrade: ready again after {took:.2f} s")
+    assert node.path(f"{K3S_DATA}/a1b2c3d4e5f6/bin/cni-delguard").is_symlink()
+    node.skipped_del(f"{K3S_DATA}/a1b2c3d4e5f6/bin", conf, "k3s-release-0123456789")
+    assert "bin dir moved" in w.text()
+
+
+def test_k3s_moving_to_data_cni_gets_the_guard_there(node, watcher):
+    node.bin_dir(f"{K3S_DATA}/8e61313beb4e/bin")
+    node.link(f"{K3S_DATA}/current", f"{K3S_DATA}/8e61313beb4e")
+    conf = node.conf(K3S_CONF)
+    w = watcher()
+    guarded(node, w, conf, "guarded at start")
+
+    tmp = node.bin_dir(f"{K3S_DATA}/.cni-unpack")
+    os.rename(tmp, node.path(f"{K3S_DATA}/cni"))  # the October 2024 release's fixed bin dir
+    took = guarded(node, w, conf, "guarded in data/cni")
+    wait_for(node.path(f"{K3S_DATA}/cni/cni-delguard").is_symlink, "the guard in data/cni", 60,
+             detail=w.text)
+    print(f"k3s into data/cni: ready again after {took:.2f} s")
+    node.skipped_del(f"{K3S_DATA}/cni", conf, "k3s-data-cni-0123456789")
+
+
+def test_microk8s_refresh_then_a_regenerated_conf_is_wrapped_in_the_new_revision(node, watcher):
+    node.bin_dir(f"{SNAP}/7229/opt/cni/bin")
+    node.link(f"{SNAP}/current", "7229")  # snapd's relative link
+    old_conf = node.conf(f"{SNAP}/7229/args/cni-network")
+    w = watcher()
+    guarded(node, w, old_conf, "guarded at start")
+
+    # snap refresh: SNAP_DATA copied to the new revision, then current moved to it.
+    shutil.copytree(node.path(f"{SNAP}/7229"), node.path(f"{SNAP}/7300"), symlinks=True)
+    node.link(f"{SNAP}/current", "7300")
+    conf = node.conf(f"{SNAP}/7300/args/cni-network")  # multus regenerates its conf
+    took = guarded(node, w, conf, "the new revision's conf wrapped")
+    print(f"microk8s refresh + regenerated conf: ready again after {took:.2f} s")
+    node.skipped_del(f"{SNAP}/7300/opt/cni/bin", conf, "microk8s-refresh-0123456789")
+    assert "conf dir moved" in w.text()
