@@ -50,6 +50,7 @@ class Options:
     dry_run: bool = False
     lock_timeout: float = hostlock.DEFAULT_TIMEOUT
     layout: str = "standard"  # the node's layout (layouts.py), as chosen or found
+    source: str = "layout table"  # where bin_dir and conf_dir came from (layouts.runtime_dirs)
     log_file: str = defaults.LOG_FILE  # the layout's logFile (what the guard logs to unless set)
 
 

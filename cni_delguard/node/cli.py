@@ -223,7 +223,7 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
     bundle_dir = None
     if args.command == "install" and not args.no_bundle:
         bundle_dir = args.bundle_dir or default_bundle_dir()
-    bin_dir, conf_dir = _dirs(args, layout)
+    bin_dir, conf_dir, source = _dirs(args, layout)
     return actions.Options(
         root=os.path.normpath(args.root),
         bin_dir=bin_dir,
@@ -232,6 +232,7 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
         wrap=args.wrap,
         state_dir=where.under(args.root, args.state_dir or layout.state_dir),
         layout=layout.name,
+        source=source,
         log_file=layout.log_file,
         bundle_dir=bundle_dir,
         keys=keys,
@@ -240,14 +241,14 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
     )
 
 
-def _dirs(args: argparse.Namespace, layout: layouts.Layout) -> tuple[str, str]:
-    """The bin dir and conf dir the runtime uses now, as seen from here: the flag's, or the
-    layout's with the node's links followed inside --root (k3s's data/current, MicroK8s'
-    current), so a distribution's upgrade that moves a link moves them."""
-    return (
-        where.located(args.root, args.bin_dir or layouts.bin_dir(layout, args.root)),
-        where.located(args.root, args.conf_dir or layout.conf_dir),
-    )
+def _dirs(args: argparse.Namespace, layout: layouts.Layout) -> tuple[str, str, str]:
+    """The bin dir and conf dir the runtime uses now, as seen from here, and where they came
+    from: the flag's, the runtime's own config's or the layout's, with the node's links
+    followed inside --root (k3s's data/current, MicroK8s' current), so a distribution's upgrade
+    that moves a link or rewrites the runtime's config moves them."""
+    conf_dir, bin_dir, source = layouts.runtime_dirs(layout, args.root, args.conf_dir,
+                                                     args.bin_dir)
+    return where.located(args.root, bin_dir), where.located(args.root, conf_dir), source
 
 
 def _resolver(args: argparse.Namespace, name: str) -> watch.Resolve:
@@ -256,8 +257,8 @@ def _resolver(args: argparse.Namespace, name: str) -> watch.Resolve:
     layout = layouts.BY_NAME[name]
 
     def resolve(opts: actions.Options) -> actions.Options:
-        bin_dir, conf_dir = _dirs(args, layout)
-        return dataclasses.replace(opts, bin_dir=bin_dir, conf_dir=conf_dir)
+        bin_dir, conf_dir, source = _dirs(args, layout)
+        return dataclasses.replace(opts, bin_dir=bin_dir, conf_dir=conf_dir, source=source)
 
     return resolve
 
@@ -415,7 +416,7 @@ def _watch(args: argparse.Namespace, say: actions.Say) -> None:
     )
     say(
         f"watching {opts.conf_dir} and {opts.bin_dir} "
-        f"(layout {opts.layout}, every {limits.interval:g} s)"
+        f"(layout {opts.layout}, dirs from the {opts.source}, every {limits.interval:g} s)"
     )
     _start(opts, say)
     counts = watch.Counts()

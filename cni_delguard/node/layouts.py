@@ -27,7 +27,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from cni_delguard.guard import defaults
-from cni_delguard.node import bundle, confdir
+from cni_delguard.node import bundle, confdir, runtimeconf
 from cni_delguard.node.errors import NoConfError
 from cni_delguard.node.options import located, under
 from cni_delguard.tooling import UsageError
@@ -144,6 +144,28 @@ def bin_dir(layout: Layout, root: str) -> str:
         if os.path.isdir(located(root, candidate)):
             return candidate
     return layout.bin_dirs[0]
+
+
+TABLE = "layout table"
+
+
+def runtime_dirs(
+    layout: Layout, root: str, conf_dir: str | None = None, bin_dir_: str | None = None
+) -> tuple[str, str, str]:
+    """The conf dir and bin dir the runtime uses, as the node names them, and where they came
+    from: a flag given (`conf_dir`, `bin_dir_`) wins; else the runtime's own config where it is
+    on the node (runtimeconf.py); else this table. A runtime config that cannot be used falls
+    back to the table, and the source says why."""
+    if conf_dir is not None and bin_dir_ is not None:
+        return conf_dir, bin_dir_, "flags"
+    why = ""
+    try:
+        found = runtimeconf.find(root, layout.name)
+    except (runtimeconf.ConfigError, UsageError) as exc:
+        found, why = None, f" (the runtime's config not used: {exc})"
+    if found is None:
+        return conf_dir or layout.conf_dir, bin_dir_ or bin_dir(layout, root), TABLE + why
+    return conf_dir or found.conf_dir, bin_dir_ or found.bin_dir, found.source
 
 
 def choose(

@@ -22,105 +22,29 @@ between the move and a passing `ready` is printed (no assertion on time: the wat
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.support import guard
-from tests.support.installerproc import WatchProc, command
-from tests.support.noderoot import needs_root, proc_mounted
-from tests.support.records import guard_log
+from tests.support.fakenode import Node, wrapped
+from tests.support.installerproc import WatchProc
 from tests.support.waiting import wait_for
 
-CHROOT = "/usr/sbin/chroot"
-FAKE_DIR = "/delguard-fake"  # the fake delegate's files, inside the node root only
-MULTUS_CONF = {"cniVersion": "1.0.0", "name": "multus-cni-network", "type": "multus",
-               "stateDir": FAKE_DIR, "recordFile": f"{FAKE_DIR}/calls.jsonl"}
 K3S_DATA = "/var/lib/rancher/k3s/data"
 K3S_CONF = "/var/lib/rancher/k3s/agent/etc/cni/net.d"
 SNAP = "/var/snap/microk8s"
 
 
-@dataclass
-class Node:
-    root: Path
-    fake: Path  # the static fake delegate ("multus"), copied into every bin dir made
-
-    def path(self, on_node: str) -> Path:
-        return self.root / on_node.lstrip("/")
-
-    def bin_dir(self, on_node: str) -> Path:
-        d = self.path(on_node)
-        d.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(self.fake, d / "multus")
-        return d
-
-    def conf(self, conf_dir: str) -> Path:
-        path = self.path(conf_dir) / "00-multus.conf"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(".00-multus.conf.new")
-        tmp.write_text(json.dumps(MULTUS_CONF, indent=1) + "\n")
-        os.replace(tmp, path)  # as multus writes it: one rename
-        return path
-
-    def link(self, on_node: str, target: str) -> None:
-        """Point the link at `target` in one rename, as k3s and snapd move theirs."""
-        tmp = self.path(on_node + ".new")
-        tmp.symlink_to(target)
-        os.replace(tmp, self.path(on_node))
-
-    def args(self, *extra: str) -> list[str]:
-        bundle = [] if guard.under_test() == "frozen" else [
-            "--bundle-dir", str(guard.frozen_binary().parent)]
-        return ["--root", str(self.root), *bundle, *extra]
-
-    def ready(self) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*command(), "ready", "--root", str(self.root)],
-                              capture_output=True, text=True, timeout=120, check=False)
-
-    def skipped_del(self, bin_dir: str, conf: Path, cid: str) -> None:
-        """The plugin where the runtime looks, run as the runtime runs it: a DEL with no
-        evidence is answered at once (exit 0, nothing on stdout) and logged as skipped."""
-        code, out = guard.exec_cni(Path(bin_dir), "DEL", conf.read_bytes(), cid=cid,
-                                   prefix=(CHROOT, str(self.root)))
-        assert (code, out) == (0, None), out
-        decisions = {r["containerID"]: r["decision"]
-                     for r in guard_log(self.path("/var/log/cni-delguard/delguard.log"),
-                                        command="DEL")}
-        assert decisions.get(cid) == "skip", decisions
-
-
-def wrapped(path: Path) -> bool:
-    try:
-        return json.loads(path.read_text()).get("type") == "cni-delguard"
-    except (OSError, ValueError):
-        return False
-
-
 @pytest.fixture
-def node(tmp_path: Path, static_fake: Path) -> Iterator[Node]:
-    needs_root()
-    guard.frozen_or_skip()
-    made = Node(tmp_path / "node", static_fake)
-    for d in ("/var/log", FAKE_DIR):
-        made.path(d).mkdir(parents=True)
-    with proc_mounted(made.root):
-        yield made
-
-
-@pytest.fixture
-def watcher(node: Node, tmp_path: Path) -> Iterator[Callable[[], WatchProc]]:
+def watcher(fake_node: Node, tmp_path: Path) -> Iterator[Callable[[], WatchProc]]:
     procs: list[WatchProc] = []
 
     def start() -> WatchProc:
-        procs.append(WatchProc(node, tmp_path))
+        procs.append(WatchProc(fake_node, tmp_path))
         return procs[-1]
 
     yield start
@@ -137,7 +61,8 @@ def guarded(node: Node, proc: WatchProc, conf: Path, what: str) -> float:
     return time.monotonic() - start
 
 
-def test_k3s_release_dir_upgrade_gets_the_guard_in_the_new_release(node, watcher):
+def test_k3s_release_dir_upgrade_gets_the_guard_in_the_new_release(fake_node, watcher):
+    node = fake_node
     node.bin_dir(f"{K3S_DATA}/8e61313beb4e/bin")
     node.link(f"{K3S_DATA}/current", f"{K3S_DATA}/8e61313beb4e")
     conf = node.conf(K3S_CONF)
@@ -154,7 +79,8 @@ def test_k3s_release_dir_upgrade_gets_the_guard_in_the_new_release(node, watcher
     assert "bin dir moved" in w.text()
 
 
-def test_k3s_moving_to_data_cni_gets_the_guard_there(node, watcher):
+def test_k3s_moving_to_data_cni_gets_the_guard_there(fake_node, watcher):
+    node = fake_node
     node.bin_dir(f"{K3S_DATA}/8e61313beb4e/bin")
     node.link(f"{K3S_DATA}/current", f"{K3S_DATA}/8e61313beb4e")
     conf = node.conf(K3S_CONF)
@@ -170,7 +96,10 @@ def test_k3s_moving_to_data_cni_gets_the_guard_there(node, watcher):
     node.skipped_del(f"{K3S_DATA}/cni", conf, "k3s-data-cni-0123456789")
 
 
-def test_microk8s_refresh_then_a_regenerated_conf_is_wrapped_in_the_new_revision(node, watcher):
+def test_microk8s_refresh_then_a_regenerated_conf_is_wrapped_in_the_new_revision(
+    fake_node, watcher
+):
+    node = fake_node
     node.bin_dir(f"{SNAP}/7229/opt/cni/bin")
     node.link(f"{SNAP}/current", "7229")  # snapd's relative link
     old_conf = node.conf(f"{SNAP}/7229/args/cni-network")
