@@ -16,7 +16,9 @@ plugin never asks at exec time.
 `auto` picks the layout from what is under the node's root (`choose`): the layouts whose conf
 dir holds a CNI conf (else those whose bin dir holds the guard); rows that share a conf dir are
 told apart by a `sign`, a path only that distribution has. Two layouts found that disagree on a
-path the command needs is refused (UsageError, exit 2), never guessed.
+path the command needs (each dir compared as the node resolves it, links followed inside the
+root) is refused (UsageError, exit 2), never guessed; two that resolve to the same dirs are one
+node (MicroK8s 1.29 links /etc/cni/net.d and /opt/cni/bin into the snap).
 """
 
 from __future__ import annotations
@@ -184,7 +186,7 @@ def choose(
     found = _found(root, table, _has_conf) or _found(root, table, _has_guard)
     pool = found or list(table)
     if len({tuple(_value(layout, root, f) for f in needs) for layout in pool}) == 1:
-        return pool[0]
+        return _own(pool, root)
     if not found:
         dirs = ", ".join(dict.fromkeys(located(root, layout.conf_dir) for layout in table))
         raise NoLayoutError(
@@ -224,7 +226,21 @@ def guard_path(args: Any, attr: str) -> str:
 
 
 def _value(layout: Layout, root: str, field: str) -> object:
-    return bin_dir(layout, root) if field == "bin_dirs" else getattr(layout, field)
+    """A field as the node resolves it: dirs with the node's links followed inside the root, so
+    MicroK8s 1.29's /etc/cni/net.d and /opt/cni/bin (links into the snap's revision) are the
+    microk8s row's own dirs, one node, not two layouts."""
+    if field == "bin_dirs":
+        return located(root, bin_dir(layout, root))
+    if field == "conf_dir":
+        return located(root, layout.conf_dir)
+    return getattr(layout, field)
+
+
+def _own(pool: list[Layout], root: str) -> Layout:
+    """Of layouts that resolve to the same dirs, the one whose conf dir is not itself a link
+    into another's (MicroK8s' row, not `standard`'s /etc/cni/net.d linking to it); else the
+    first."""
+    return sorted(pool, key=lambda layout: os.path.islink(under(root, layout.conf_dir)))[0]
 
 
 def _found(
