@@ -71,9 +71,11 @@ LAYOUTS: tuple[Layout, ...] = (
     Layout("standard", "/etc/cni/net.d", ("/opt/cni/bin",)),
     # k3s writes its containerd config with these (pkg/agent/templates: bin_dir, conf_dir; the
     # conf dir is <data-dir>/agent/etc/cni/net.d). Its CNI bins moved to the fixed data/cni in
-    # the October 2024 releases (k3s PR 10868, issue 10869); before, containerd's bin_dir was the
-    # bin dir of the running release's data dir, which data/current links to (an absolute link:
-    # options.located follows it inside the node's root). The DaemonSet mounts data/ for both.
+    # the October 2024 releases (k3s PR 10868, issue 10869); before, containerd's bin_dir was
+    # literally data/<hash>/bin, the running release's dir (k3s resolves data/current when it
+    # writes the config, issue 6118), which data/current links to (an absolute link:
+    # options.located follows it inside the node's root, on every poll of the watcher). The
+    # DaemonSet mounts data/ for both.
     Layout(
         "k3s",
         "/var/lib/rancher/k3s/agent/etc/cni/net.d",
@@ -84,18 +86,22 @@ LAYOUTS: tuple[Layout, ...] = (
     # cni section out and containerd keeps its defaults; /var/lib/rancher/rke2 is its data dir.
     Layout("rke2", "/etc/cni/net.d", ("/opt/cni/bin",), sign="/var/lib/rancher/rke2"),
     # MicroK8s' containerd-template.toml: bin_dir ${SNAP_DATA}/opt/cni/bin, conf_dir
-    # ${SNAP_DATA}/args/cni-network, SNAP_DATA being /var/snap/microk8s/current.
+    # ${SNAP_DATA}/args/cni-network; run-containerd-with-args substitutes SNAP_DATA with the
+    # revision's dir (/var/snap/microk8s/<revision>), which `current` links to: the watcher
+    # follows `current` on every poll. The DaemonSet mounts the stable parent /var/snap/microk8s
+    # (a hostPath through `current` is resolved once, by the kubelet, when the pod starts).
     Layout(
         "microk8s",
         "/var/snap/microk8s/current/args/cni-network",
         ("/var/snap/microk8s/current/opt/cni/bin",),
+        bin_mount="/var/snap/microk8s",
     ),
     # OpenShift's cluster-network-operator (pkg/network/multus.go): SystemCNIConfDir
     # /etc/kubernetes/cni/net.d, CNIBinDir /var/lib/cni/bin; multus keeps its cache in
     # /var/lib/cni/multus (bindata/network/multus/multus.yaml, "cni cache dir").
     Layout("openshift", "/etc/kubernetes/cni/net.d", ("/var/lib/cni/bin",)),
-    # Talos: the kubelet gets --cni-conf-dir go-cni's DefaultNetDir and PATH go-cni's
-    # DefaultCNIDir; /etc/cri/containerd.toml is its CRI containerd's config (constants.go).
+    # Talos: its CRI containerd (config /etc/cri/containerd.toml, constants.go) sets no CNI dirs,
+    # so go-cni's DefaultNetDir and DefaultCNIDir apply (its kubelet has no --cni-conf-dir).
     Layout("talos", "/etc/cni/net.d", ("/opt/cni/bin",), sign="/etc/cri/containerd.toml"),
 )
 BY_NAME = {layout.name: layout for layout in LAYOUTS}

@@ -42,12 +42,12 @@ import yaml
 from tests.monitoring.prometheus import free_port
 from tests.support.guard import HOST_ARCH
 from tests.support.image import IMAGE_TESTS, LIMITS, pod_options, podman
+from tests.support.kustomize import kubectl, render_all
 from tests.support.noderoot import VERSION_ANSWER, shell_plugin, with_shell
 from tests.support.nodestate import log_lines, marker
 from tests.support.waiting import wait_for
 
 from .conftest import MULTUS_CONF
-from tests.support.kustomize import kubectl, render_all
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = f"localhost/cni-delguard:runbooks-test-{HOST_ARCH}"
