@@ -36,6 +36,7 @@ from cni_delguard.node import (
     follow,
     hostlock,
     layouts,
+    live,
     ready,
     record,
     watch,
@@ -71,6 +72,20 @@ def register(sub: Any, metrics: exporter.FeedFactory | None = None) -> None:
         help="restore the conf and remove the bundle; no installer wraps again until an install",
         description="Put the original conf back byte for byte, then remove the bundle.",
     )
+    alive = sub.add_parser(
+        "live",
+        help="liveness probe: exit 0 while `install --watch --live-file` keeps the node fixable",
+        description="Exit 0 while the watcher's heartbeat is fresh and it has not failed to put "
+        "the plugin where the runtime looks for --grace seconds (node/live.py).",
+    )
+    alive.set_defaults(run=run, metrics=metrics)
+    alive.add_argument("--live-file", required=True, metavar="PATH",
+                       help="the heartbeat the watcher writes (its --live-file)")
+    alive.add_argument("--stale", type=float, default=live.STALE, metavar="SECONDS",
+                       help="a heartbeat older than this fails (%(default)g)")
+    alive.add_argument("--grace", type=float, default=live.GRACE, metavar="SECONDS",
+                       help="a failure to install the plugin lasting this long fails "
+                       "(%(default)g)")
     probe = sub.add_parser(
         "ready",
         help="readiness probe: exit 0 only while the node is guarded",
@@ -160,6 +175,12 @@ def _add_install(p: argparse.ArgumentParser) -> None:
         "--uninstall-on-stop",
         action="store_true",
         help="uninstall when stopped (SIGTERM): deleting the DaemonSet takes the guard off",
+    )
+    w.add_argument(
+        "--live-file",
+        metavar="PATH",
+        help="write the liveness heartbeat here on every poll, for `live` (in the container's "
+        "own dir, not under --root; default: none)",
     )
     w.add_argument(
         "--follow-log",
@@ -286,8 +307,8 @@ def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) 
 def run(args: argparse.Namespace, out: TextIO, stderr: TextIO) -> int:
     say = _sayer(stderr, stamp=False)
     try:
-        if args.command == "ready":
-            return _ready(args, out)
+        if args.command in ("ready", "live"):
+            return _ready(args, out) if args.command == "ready" else _live(args, out)
         if args.command == "install" and args.watch:
             _watch(args, _sayer(out, stamp=True))
             return 0
@@ -324,6 +345,12 @@ def _sayer(stream: TextIO, stamp: bool) -> actions.Say:
     return say
 
 
+def _live(args: argparse.Namespace, out: TextIO) -> int:
+    code, line = live.check(args.live_file, time.time(), args.stale, args.grace)
+    out.write(line + "\n")
+    return code
+
+
 def _ready(args: argparse.Namespace, out: TextIO) -> int:
     try:
         opts = options(args)
@@ -344,11 +371,29 @@ class _StoppedError(Exception):
 
 
 def _options_waiting(
-    args: argparse.Namespace, seconds: float, say: actions.Say, stop: watch.Stop | None = None
+    args: argparse.Namespace,
+    seconds: float,
+    say: actions.Say,
+    stop: watch.Stop | None = None,
+    tick: Callable[[], None] = lambda: None,
 ) -> actions.Options:
     """options(args), waiting up to `seconds` while `--layout auto` finds no layout yet (at
-    boot the network plugin writes its conf after us); _StoppedError when `stop` is set first."""
-    return _waiting(lambda: options(args), layouts.NoLayoutError, seconds, say, stop)
+    boot the network plugin writes its conf after us); _StoppedError when `stop` is set first.
+    `tick` runs on each try (the liveness heartbeat: waiting is alive)."""
+
+    def get() -> actions.Options:
+        tick()
+        return options(args)
+
+    return _waiting(get, layouts.NoLayoutError, seconds, say, stop)
+
+
+def _heartbeat(args: argparse.Namespace, counts: watch.Counts) -> Callable[[], None]:
+    """The liveness heartbeat of `--live-file` (a no-op without it)."""
+    if not args.live_file:
+        return lambda: None
+    heart = live.Heartbeat(args.live_file)
+    return lambda: heart.beat(counts.unfixed)
 
 
 def _wait_for_conf(opts: actions.Options, seconds: float, say: actions.Say) -> None:
@@ -403,8 +448,10 @@ def _watch(args: argparse.Namespace, say: actions.Say) -> None:
     if not args.metrics_interval > 0:  # also NaN: the metrics thread would spin
         raise UsageError(f"--metrics-interval {args.metrics_interval:g}: give a number of seconds")
     stop = _stop_event()
+    counts = watch.Counts()
+    beat = _heartbeat(args, counts)
     try:
-        opts = _options_waiting(args, math.inf, say, stop)
+        opts = _options_waiting(args, math.inf, say, stop, beat)
     except _StoppedError:
         say("watch: stopped")
         return
@@ -419,10 +466,10 @@ def _watch(args: argparse.Namespace, say: actions.Say) -> None:
         f"(layout {opts.layout}, dirs from the {opts.source}, every {limits.interval:g} s)"
     )
     _start(opts, say)
-    counts = watch.Counts()
     metrics = _exporter(args, opts, counts, say)
+    tasks = [*_tasks(args, opts, say), watch.Periodic(limits.interval, beat)]
     try:
-        opts = watch.run(opts, limits, stop, say, tasks=_tasks(args, opts, say), counts=counts,
+        opts = watch.run(opts, limits, stop, say, tasks=tasks, counts=counts,
                          resolve=_resolver(args, opts.layout))
     finally:
         if metrics is not None:

@@ -112,6 +112,9 @@ class Counts:
     # The node's dirs as last resolved (None: as the watcher started); the metrics' ready check
     # reads it, so it follows a move.
     where: actions.Options | None = None
+    # Why the plugin cannot be put where the runtime looks ('' while it can): the liveness
+    # heartbeat (live.py) reports it, and a restart follows when it lasts.
+    unfixed: str = ""
 
 
 @dataclass
@@ -270,7 +273,7 @@ def run(
             seen = None
         elif problem := dirs.probe.problem():
             if _may(budget, limits, stop, say, counts):
-                if _guarded(functools.partial(dirs.repair, say), say, counts):
+                if _repair(dirs, say, counts):
                     budget.spend()
                     counts.repairs += 1
                 elif dirs.opts.bundle_dir is None:
@@ -279,6 +282,7 @@ def run(
         elif cannot_run(dirs.runs, dirs.opts, say, counts, once):
             seen = None
         else:
+            counts.unfixed = ""
             sig = signature(dirs.opts)
             if sig != seen and _settled(dirs.opts, sig, limits, stop):
                 if not _may(budget, limits, stop, say, counts):
@@ -315,8 +319,18 @@ def _follow(
     counts.moves += 1
     counts.where = opts
     if not record.uninstalled(opts.state_dir):
-        _guarded(functools.partial(dirs.repair, say), say, counts)
+        _repair(dirs, say, counts)
     return dirs
+
+
+def _repair(dirs: _Dirs, say: actions.Say, counts: Counts) -> bool:
+    """actions.repair, logged; a failure (the bin dir cannot take the bundle) is what the
+    liveness heartbeat reports until a repair succeeds or the plugin is found whole."""
+    errors = counts.errors
+    done = _guarded(functools.partial(dirs.repair, say), say, counts)
+    failed = counts.errors > errors
+    counts.unfixed = f"the plugin cannot be installed into {dirs.opts.bin_dir}" if failed else ""
+    return done
 
 
 Resolve = Callable[[actions.Options], actions.Options]

@@ -331,10 +331,11 @@ class MovingWatcher(Watcher):
         opts = moving.resolve(options(node, str(bundle)))
         actions.install_bundle(opts, self.log.append)
         self.result = None
+        self.counts = watch.Counts()
 
         def target():
             self.result = watch.run(opts, FAST, self.stop, self.log.append,
-                                    resolve=moving.resolve)
+                                    counts=self.counts, resolve=moving.resolve)
 
         self.thread = threading.Thread(target=target)
 
@@ -392,13 +393,20 @@ def test_watch_unwraps_when_the_new_bin_dir_cannot_take_the_bundle(node, bundles
     blocked = node.root / "blocked"
     blocked.write_text("not a dir\n")
     state = {"bin": None}
+    first = f"{os.path.realpath(moving.link)}/bin"
 
     def resolve(o):
-        return dataclasses.replace(o, bin_dir=state["bin"] or o.bin_dir)
+        return dataclasses.replace(o, bin_dir=state["bin"] or first)
 
     moving.resolve = resolve
     with MovingWatcher(node, bundles["v1"], moving) as w:
         wait_for(lambda: wrapped(path), "the conf wrapped", 5.0)
+        assert w.counts.unfixed == ""
         state["bin"] = str(blocked / "bin")
         wait_for(lambda: path.read_text() == MULTUS_CONF, "the node's own conf back", 5.0)
+        wait_for(lambda: w.counts.unfixed, "the failure kept for the liveness probe", 5.0)
+        assert str(blocked / "bin") in w.counts.unfixed
+        state["bin"] = None  # the pod restarted with the node's current mounts, say
+        wait_for(lambda: wrapped(path), "wrapped again", 5.0)
+        wait_for(lambda: not w.counts.unfixed, "the failure cleared", 5.0)
     assert any("cannot install into" in line and "unwrapping" in line for line in w.log), w.log
