@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,7 +32,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.fakenode import Node, wrapped
-from tests.support.installerproc import WatchProc
+from tests.support.installerproc import WatchProc, command
+from tests.support.mounts import mount, umount
 from tests.support.waiting import wait_for
 
 K3S_DATA = "/var/lib/rancher/k3s/data"
@@ -40,11 +42,11 @@ SNAP = "/var/snap/microk8s"
 
 
 @pytest.fixture
-def watcher(fake_node: Node, tmp_path: Path) -> Iterator[Callable[[], WatchProc]]:
+def watcher(fake_node: Node, tmp_path: Path) -> Iterator[Callable[..., WatchProc]]:
     procs: list[WatchProc] = []
 
-    def start() -> WatchProc:
-        procs.append(WatchProc(fake_node, tmp_path))
+    def start(*extra: str) -> WatchProc:
+        procs.append(WatchProc(fake_node, tmp_path, *extra))
         return procs[-1]
 
     yield start
@@ -114,3 +116,44 @@ def test_microk8s_refresh_then_a_regenerated_conf_is_wrapped_in_the_new_revision
     print(f"microk8s refresh + regenerated conf: ready again after {took:.2f} s")
     node.skipped_del(f"{SNAP}/7300/opt/cni/bin", conf, "microk8s-refresh-0123456789")
     assert "conf dir moved" in w.text()
+
+
+def live(path: Path) -> subprocess.CompletedProcess[str]:
+    """The liveness probe, with no grace: a failure to install counts at once."""
+    return subprocess.run([*command(), "live", "--live-file", str(path), "--grace", "0"],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_new_release_dir_the_pod_cannot_write_unwraps_and_fails_liveness(
+    fake_node, watcher, tmp_path
+):
+    """The new release's bin dir is read-only to the watcher (a hostPath the kubelet resolved
+    through a link at pod start, say): the conf is unwrapped (it must not name a guard the
+    runtime cannot find), `live` fails with 15, so the kubelet restarts the pod; once the dir
+    can be written (the restarted pod's mounts) the guard lands there and is wrapped again."""
+    node = fake_node
+    node.bin_dir(f"{K3S_DATA}/8e61313beb4e/bin")
+    node.link(f"{K3S_DATA}/current", f"{K3S_DATA}/8e61313beb4e")
+    conf = node.conf(K3S_CONF)
+    original = conf.read_bytes()
+    heartbeat = tmp_path / "live"
+    w = watcher("--live-file", str(heartbeat))
+    guarded(node, w, conf, "guarded at start")
+    assert live(heartbeat).returncode == 0
+
+    new_bin = node.bin_dir(f"{K3S_DATA}/a1b2c3d4e5f6/bin")
+    mount("--bind", str(new_bin), str(new_bin))
+    try:
+        mount("-o", "remount,bind,ro", str(new_bin))
+        node.link(f"{K3S_DATA}/current", f"{K3S_DATA}/a1b2c3d4e5f6")
+        wait_for(lambda: conf.read_bytes() == original, "the node's own conf back", 60,
+                 detail=w.text)
+        wait_for(lambda: live(heartbeat).returncode == 15, "live failing", 60,
+                 detail=lambda: w.text() + live(heartbeat).stdout)
+        assert "cannot be installed into" in live(heartbeat).stdout
+        assert node.ready().returncode == 10
+    finally:
+        umount(new_bin)
+    guarded(node, w, conf, "guarded once the new release dir can be written")
+    assert live(heartbeat).returncode == 0
+    node.skipped_del(f"{K3S_DATA}/a1b2c3d4e5f6/bin", conf, "k3s-readonly-0123456789")
