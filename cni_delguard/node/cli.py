@@ -37,6 +37,7 @@ from cni_delguard.node import (
     hostlock,
     layouts,
     live,
+    multusdaemon,
     ready,
     record,
     watch,
@@ -176,6 +177,13 @@ def _add_install(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="uninstall when stopped (SIGTERM): deleting the DaemonSet takes the guard off",
     )
+    p.add_argument(
+        "--multus-cache-dir",
+        metavar="DIR",
+        help="multus thick's cniDir, when its daemon config sets one (default: the cniDir of "
+        f"<conf dir>/{multusdaemon.DAEMON_CONFIG} when the node has it, else "
+        f"{defaults.MULTUS_CACHE_DIRS[0]})",
+    )
     w.add_argument(
         "--live-file",
         metavar="PATH",
@@ -229,6 +237,10 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
     """The node as this command sees it: the layout's paths (`--layout`, auto: found under
     --root), each replaced by its flag when given, reached through --root."""
     layout = layouts.of(args, _NEEDS[args.command] if needs is None else needs)
+    node_conf_dir, node_bin_dir, source = layouts.runtime_dirs(
+        layout, args.root, args.conf_dir, args.bin_dir)
+    bin_dir = where.located(args.root, node_bin_dir)
+    conf_dir = where.located(args.root, node_conf_dir)
     keys: dict[str, Any] = layouts.guard_keys(layout) if args.command == "install" else {}
     guard_keys = (
         ("state_dir", "stateDir"),
@@ -241,10 +253,13 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
         if value is not None:
             # The conf gets the path as the guard will read it (normalized), never `/../x`.
             keys[key] = where.absolute(value) if key in _PATH_KEYS and value else value
+    if args.command == "install":
+        multus_dir = args.multus_cache_dir or multusdaemon.cni_dir(args.root, node_conf_dir)
+        if multus_dir:
+            keys["multusCacheDirs"] = multusdaemon.cache_dirs(multus_dir)
     bundle_dir = None
     if args.command == "install" and not args.no_bundle:
         bundle_dir = args.bundle_dir or default_bundle_dir()
-    bin_dir, conf_dir, source = _dirs(args, layout)
     return actions.Options(
         root=os.path.normpath(args.root),
         bin_dir=bin_dir,

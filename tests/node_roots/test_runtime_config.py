@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from tests.support import guard
 from tests.support.fakenode import Node, wrapped
 from tests.support.installerproc import command
+from tests.support.records import guard_log
 
 CASES = {
     "containerd-custom": (
@@ -75,3 +78,41 @@ def test_the_dirs_the_runtimes_config_names_are_used(fake_node, case):
     report = json.loads(tool(node, "doctor", "--layout", layout, "--json").stdout)
     assert report["dirsFrom"] == source and report["healthy"], report
     node.skipped_del(bin_dir, conf, f"{case}-0123456789")
+
+
+@pytest.mark.parametrize("how", ["daemon-config", "flag"])
+def test_multus_thicks_non_default_cni_dir_is_where_the_guard_looks(fake_node, how):
+    """Thick multus with cniDir /var/lib/cni/multus-thick in its daemon config: read from the
+    node when the config is there (multus.d/daemon-config.json in the conf dir), else named
+    with --multus-cache-dir. A DEL whose only evidence is that cache is forwarded, not
+    skipped."""
+    node = fake_node
+    thick_dir = "/var/lib/cni/multus-thick"
+    bin_dir = node.bin_dir("/opt/cni/bin")
+    (bin_dir / "multus").rename(bin_dir / "multus-shim")
+    conf = node.path("/etc/cni/net.d/00-multus.conf")
+    conf.parent.mkdir(parents=True)
+    conf.write_text(json.dumps({"cniVersion": "1.0.0", "name": "multus-cni-network",
+                                "type": "multus-shim", "stateDir": "/delguard-fake",
+                                "recordFile": "/delguard-fake/calls.jsonl"}))
+    extra: list[str] = []
+    if how == "daemon-config":
+        daemon = node.path("/etc/cni/net.d/multus.d/daemon-config.json")
+        daemon.parent.mkdir()
+        daemon.write_text(json.dumps({"chrootDir": "/hostroot", "cniDir": thick_dir}))
+    else:
+        extra = ["--multus-cache-dir", thick_dir]
+    r = tool(node, "install", *extra)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(conf.read_text())["multusCacheDirs"] == [thick_dir, "/var/lib/cni/multus"]
+    cid = f"thick-{how}-0123456789"
+    cache = node.path(f"{thick_dir}/{cid}")
+    cache.parent.mkdir(parents=True)
+    cache.write_text("{}")
+    code, _ = guard.exec_cni(Path("/opt/cni/bin"), "DEL", conf.read_bytes(), cid=cid,
+                             prefix=("/usr/sbin/chroot", str(node.root)))
+    assert code == 0
+    decisions = {r["containerID"]: r["decision"]
+                 for r in guard_log(node.path("/var/log/cni-delguard/delguard.log"),
+                                    command="DEL")}
+    assert decisions[cid] != "skip", decisions

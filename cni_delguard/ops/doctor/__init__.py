@@ -36,6 +36,7 @@ CHECKS: list[Callable[[Node], list[Finding]]] = [
     state.check_markers,
     state.check_locks,
     caches.check_multus_only,
+    caches.check_multus_thick_cache,
     caches.check_result_caches,
     logs.check_log,
     logs.check_stuck,
