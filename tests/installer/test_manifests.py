@@ -164,6 +164,23 @@ def test_the_selinux_overlay_sets_spc_t():
     assert c["securityContext"]["seLinuxOptions"] == {"type": "spc_t"}
 
 
+@pytest.mark.parametrize("layout", ["k3s", "rke2", "microk8s", "talos"])
+def test_the_selinux_component_goes_with_any_layouts_overlay(layout, tmp_path):
+    """A layout's overlay plus components/selinux (an overlay of the user's own): spc_t, and the
+    layout's paths and args untouched."""
+    overlay = tmp_path / f"{layout}-selinux"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources:\n  - {os.path.relpath(KUSTOMIZE / 'overlays' / layout, overlay)}\n"
+        f"components:\n  - {os.path.relpath(KUSTOMIZE / 'components' / 'selinux', overlay)}\n")
+    (c,) = pod(render(str(overlay)))["containers"]
+    assert c["securityContext"]["seLinuxOptions"] == {"type": "spc_t"}
+    (plain,) = pod(render(layout))["containers"]
+    del c["securityContext"]["seLinuxOptions"]
+    assert c == plain
+
+
 def test_the_container_mounts_every_host_dir_under_its_root():
     spec = pod(load(INSTALLER / "daemonset.yaml"))
     volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
