@@ -17,6 +17,9 @@ which was used). Read, never written:
 - CRI-O (`/etc/crio/crio.conf`, then `/etc/crio/crio.conf.d/*.conf` in lexical order, each key
   overriding): `[crio.network]` `network_dir` and `plugin_dirs` (the first is where a plugin is
   put); defaults the same two dirs.
+- k3s with a custom `--data-dir`: its containerd config is under that dir, read from k3s's own
+  `/etc/rancher/k3s/config.yaml` and `config.yaml.d/*.yaml` (the `data-dir:` key, the last file
+  that sets it winning, as k3s merges them).
 - MicroK8s (`/var/snap/microk8s/current/args/containerd-template.toml`): containerd's schema,
   with `${SNAP_DATA}` replaced by the revision dir `current` links to (what
   `run-containerd-with-args` substitutes: the revision's path, not `current`).
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -91,6 +95,19 @@ def crio_dirs(files: list[tuple[str, Doc]]) -> tuple[str, str]:
     return _path(merged.get("network_dir") or DEFAULT_CONF_DIR), _path(plugin_dirs[0])
 
 
+_DATA_DIR = re.compile(r"""^data-dir:\s*(?:"([^"]*)"|'([^']*)'|([^\s#]+))\s*(?:#.*)?$""")
+
+
+def k3s_data_dir(texts: list[str]) -> str | None:
+    """The `data-dir` k3s's config files set (the last one that sets it), or None."""
+    found = None
+    for text in texts:
+        for line in text.splitlines():
+            if m := _DATA_DIR.match(line):
+                found = next(g for g in m.groups() if g is not None)
+    return None if found is None else _path(found)
+
+
 def _path(value: object) -> str:
     if not isinstance(value, str) or not value.startswith("/") or "\0" in value or "${" in value:
         raise ConfigError(f"{value!r} is not an absolute path")
@@ -114,10 +131,13 @@ CRIO_DROPINS = "/etc/crio/crio.conf.d"
 SNAP_CURRENT = "/var/snap/microk8s/current"
 
 
+K3S_CONFIG, K3S_DEFAULT_DATA = "/etc/rancher/k3s/config.yaml", "/var/lib/rancher/k3s"
+
+
 def find(root: str, layout: str) -> Dirs | None:
     """The dirs the layout's runtime config names under `root`; None when no config of its
     runtime is there (the table applies). ConfigError when one is there but cannot be used."""
-    for kind, path in SOURCES.get(layout, ()):
+    for kind, path in _sources(root, layout):
         if not os.path.isfile(located(root, path)):
             continue
         if kind == _CRIO:
@@ -130,6 +150,32 @@ def find(root: str, layout: str) -> Dirs | None:
         more = f" + {len(files) - 1} import(s)" if len(files) > 1 else ""
         return Dirs(conf_dir, bin_dir, f"{kind} {path}{more}")
     return None
+
+
+def _sources(root: str, layout: str) -> tuple[tuple[str, str], ...]:
+    sources = SOURCES.get(layout, ())
+    if layout != "k3s":
+        return sources
+    data_dir = k3s_data_dir(_texts(root, K3S_CONFIG, f"{K3S_CONFIG}.d", ".yaml"))
+    if data_dir is None or data_dir == K3S_DEFAULT_DATA:
+        return sources
+    return tuple((kind, data_dir + path.removeprefix(K3S_DEFAULT_DATA)) for kind, path in sources)
+
+
+def _texts(root: str, path: str, dropins: str, suffix: str) -> list[str]:
+    """A config file and its drop-ins (sorted), as text; those that cannot be read skipped."""
+    try:
+        names = sorted(n for n in os.listdir(located(root, dropins)) if n.endswith(suffix))
+    except OSError:
+        names = []
+    texts = []
+    for each in [path, *(f"{dropins}/{n}" for n in names[:_MAX_FILES])]:
+        try:
+            with open(located(root, each), "rb") as f:
+                texts.append(f.read(_MAX_BYTES).decode("utf-8", "replace"))
+        except OSError:
+            continue
+    return texts
 
 
 def _snap_data(root: str) -> Callable[[str], str]:

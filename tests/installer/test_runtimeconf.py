@@ -130,3 +130,29 @@ def test_runtime_dirs_fall_back_to_the_table_and_flags_win(tmp_path):
     conf_dir, _, source = layouts.runtime_dirs(k3s, str(tmp_path))
     assert conf_dir == k3s.conf_dir and source.startswith(layouts.TABLE + " (the runtime's")
     assert layouts.runtime_dirs(k3s, str(tmp_path), "/c", "/b") == ("/c", "/b", "flags")
+
+
+@pytest.mark.parametrize(
+    ("texts", "want"),
+    [
+        pytest.param(["write-kubeconfig-mode: 644\n"], None, id="not-set"),
+        pytest.param(["data-dir: /srv/k3s\n"], "/srv/k3s", id="plain"),
+        pytest.param(['data-dir: "/srv/k3s" # moved\n'], "/srv/k3s", id="quoted-comment"),
+        pytest.param(["data-dir: /a\n", "data-dir: '/b'\n"], "/b", id="a-later-file-wins"),
+        pytest.param(["  data-dir: /nested\n"], None, id="not-top-level"),
+    ],
+)
+def test_k3s_data_dir(texts, want):
+    assert runtimeconf.k3s_data_dir(texts) == want
+
+
+def test_k3s_with_a_custom_data_dir_reads_the_containerd_config_there(tmp_path):
+    write(tmp_path, "/etc/rancher/k3s/config.yaml", "token: x\n")
+    write(tmp_path, "/etc/rancher/k3s/config.yaml.d/50-data.yaml", "data-dir: /srv/k3s\n")
+    write(tmp_path, "/srv/k3s/agent/etc/containerd/config.toml",
+          'version = 2\n[plugins."io.containerd.grpc.v1.cri".cni]\n'
+          'bin_dir = "/srv/k3s/data/cni"\nconf_dir = "/srv/k3s/agent/etc/cni/net.d"\n')
+    found = runtimeconf.find(str(tmp_path), "k3s")
+    assert found is not None
+    assert (found.conf_dir, found.bin_dir) == ("/srv/k3s/agent/etc/cni/net.d", "/srv/k3s/data/cni")
+    assert found.source == "containerd /srv/k3s/agent/etc/containerd/config.toml"

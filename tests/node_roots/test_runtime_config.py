@@ -7,6 +7,8 @@ or the package installing the frozen bundle; no path flag):
 - `k3s-no-flannel`: k3s with --flannel-backend=none writes its containerd config with no cni
   table, so containerd's defaults apply: `--layout k3s` (the k3s overlay) finds /etc/cni/net.d
   and /opt/cni/bin, where Calico or Cilium put their conf;
+- `k3s-data-dir`: k3s started with a custom --data-dir (its /etc/rancher/k3s/config.yaml), whose
+  containerd config, under that dir, names the dirs there;
 - `crio-openshift`: CRI-O's crio.conf.d drop-in names the plugin dir.
 
 In each, the plugin lands in the dir the runtime names and answers a DEL there chrooted into the
@@ -42,6 +44,13 @@ CASES = {
              'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n'
              'snapshotter = "overlayfs"\n'},
         "containerd /var/lib/rancher/k3s/agent/etc/containerd/config.toml"),
+    "k3s-data-dir": (
+        "k3s", "/srv/k3s/agent/etc/cni/net.d", "/srv/k3s/data/cni",
+        {"/etc/rancher/k3s/config.yaml": "data-dir: /srv/k3s\n",
+         "/srv/k3s/agent/etc/containerd/config.toml":
+             'version = 2\n[plugins."io.containerd.grpc.v1.cri".cni]\n'
+             'bin_dir = "/srv/k3s/data/cni"\nconf_dir = "/srv/k3s/agent/etc/cni/net.d"\n'},
+        "containerd /srv/k3s/agent/etc/containerd/config.toml"),
     "crio-openshift": (
         "openshift", "/etc/kubernetes/cni/net.d", "/usr/libexec/cni",
         {"/etc/crio/crio.conf": '[crio.network]\nnetwork_dir = "/etc/kubernetes/cni/net.d/"\n',
