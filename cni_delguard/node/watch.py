@@ -240,9 +240,10 @@ class _Dirs:
     the runtime's dirs move."""
 
     def __init__(self, opts: actions.Options, clock: Callable[[], float]) -> None:
-        self.opts = opts
+        self.opts, self.clock = opts, clock
         self.conf_opts = dataclasses.replace(opts, bundle_dir=None)  # re-wraps: no bundle copy
         self.probe, self.runs = BundleProbe(opts.bin_dir, clock), RunsProbe(opts, clock)
+        self.retry_at = 0.0  # after a failed repair: not before (each try reads the bundle)
 
     def repair(self, say: actions.Say) -> bool:
         return actions.repair(self.opts, say)
@@ -323,13 +324,22 @@ def _follow(
     return dirs
 
 
+REPAIR_RETRY = 10.0  # seconds between tries while the bin dir cannot take the bundle
+
+
 def _repair(dirs: _Dirs, say: actions.Say, counts: Counts) -> bool:
     """actions.repair, logged; a failure (the bin dir cannot take the bundle) is what the
-    liveness heartbeat reports until a repair succeeds or the plugin is found whole."""
+    liveness heartbeat reports until a repair succeeds or the plugin is found whole. While it
+    keeps failing it is tried every REPAIR_RETRY seconds, and said once, not every poll."""
+    failing = bool(counts.unfixed)
+    if failing and dirs.clock() < dirs.retry_at:
+        return False
+    quiet: actions.Say = (lambda _line: None) if failing else say
     errors = counts.errors
-    done = _guarded(functools.partial(dirs.repair, say), say, counts)
+    done = _guarded(functools.partial(dirs.repair, quiet), quiet, counts)
     failed = counts.errors > errors
     counts.unfixed = f"the plugin cannot be installed into {dirs.opts.bin_dir}" if failed else ""
+    dirs.retry_at = dirs.clock() + REPAIR_RETRY if failed else 0.0
     return done
 
 
