@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 from cni_delguard.guard import defaults
 from cni_delguard.node import bundle, confdir, hostlock, patch, record
-from cni_delguard.node.errors import BundleRefusedError, ConfRefusedError
+from cni_delguard.node.errors import BundleRefusedError, ConfRefusedError, InstallerError
 from cni_delguard.state import fsutil
 
 Say = Callable[[str], None]
@@ -50,6 +50,7 @@ class Options:
     dry_run: bool = False
     lock_timeout: float = hostlock.DEFAULT_TIMEOUT
     layout: str = "standard"  # the node's layout (layouts.py), as chosen or found
+    source: str = "layout table"  # where bin_dir and conf_dir came from (layouts.runtime_dirs)
     log_file: str = defaults.LOG_FILE  # the layout's logFile (what the guard logs to unless set)
 
 
@@ -201,7 +202,17 @@ def repair(opts: Options, say: Say) -> bool:
             return False  # repaired by another installer meanwhile
         say(f"the guard's plugin is broken: {problem}")
         if opts.bundle_dir is not None:
-            install_bundle(dataclasses.replace(opts, dry_run=False), say)
+            try:
+                install_bundle(dataclasses.replace(opts, dry_run=False), say)
+            except (InstallerError, OSError) as exc:
+                # The bin dir cannot take the bundle (read-only, full, a new release dir the
+                # pod cannot write): the conf must not keep naming a plugin that is not there.
+                say(f"cannot install into {opts.bin_dir}: {exc}; unwrapping")
+                try:
+                    _unwrap_all(opts, say)
+                except (InstallerError, OSError) as also:
+                    say(f"cannot unwrap either: {also}")
+                raise
             return True
         return _unwrap_all(opts, say)
 

@@ -36,6 +36,8 @@ from cni_delguard.node import (
     follow,
     hostlock,
     layouts,
+    live,
+    multusdaemon,
     ready,
     record,
     watch,
@@ -71,6 +73,20 @@ def register(sub: Any, metrics: exporter.FeedFactory | None = None) -> None:
         help="restore the conf and remove the bundle; no installer wraps again until an install",
         description="Put the original conf back byte for byte, then remove the bundle.",
     )
+    alive = sub.add_parser(
+        "live",
+        help="liveness probe: exit 0 while `install --watch --live-file` keeps the node fixable",
+        description="Exit 0 while the watcher's heartbeat is fresh and it has not failed to put "
+        "the plugin where the runtime looks for --grace seconds (node/live.py).",
+    )
+    alive.set_defaults(run=run, metrics=metrics)
+    alive.add_argument("--live-file", required=True, metavar="PATH",
+                       help="the heartbeat the watcher writes (its --live-file)")
+    alive.add_argument("--stale", type=float, default=live.STALE, metavar="SECONDS",
+                       help="a heartbeat older than this fails (%(default)g)")
+    alive.add_argument("--grace", type=float, default=live.GRACE, metavar="SECONDS",
+                       help="a failure to install the plugin lasting this long fails "
+                       "(%(default)g)")
     probe = sub.add_parser(
         "ready",
         help="readiness probe: exit 0 only while the node is guarded",
@@ -161,6 +177,19 @@ def _add_install(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="uninstall when stopped (SIGTERM): deleting the DaemonSet takes the guard off",
     )
+    p.add_argument(
+        "--multus-cache-dir",
+        metavar="DIR",
+        help="multus thick's cniDir, when its daemon config sets one (default: the cniDir of "
+        f"<conf dir>/{multusdaemon.DAEMON_CONFIG} when the node has it, else "
+        f"{defaults.MULTUS_CACHE_DIRS[0]})",
+    )
+    w.add_argument(
+        "--live-file",
+        metavar="PATH",
+        help="write the liveness heartbeat here on every poll, for `live` (in the container's "
+        "own dir, not under --root; default: none)",
+    )
     w.add_argument(
         "--follow-log",
         metavar="PATH",
@@ -208,6 +237,10 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
     """The node as this command sees it: the layout's paths (`--layout`, auto: found under
     --root), each replaced by its flag when given, reached through --root."""
     layout = layouts.of(args, _NEEDS[args.command] if needs is None else needs)
+    node_conf_dir, node_bin_dir, source = layouts.runtime_dirs(
+        layout, args.root, args.conf_dir, args.bin_dir)
+    bin_dir = where.located(args.root, node_bin_dir)
+    conf_dir = where.located(args.root, node_conf_dir)
     keys: dict[str, Any] = layouts.guard_keys(layout) if args.command == "install" else {}
     guard_keys = (
         ("state_dir", "stateDir"),
@@ -220,23 +253,50 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
         if value is not None:
             # The conf gets the path as the guard will read it (normalized), never `/../x`.
             keys[key] = where.absolute(value) if key in _PATH_KEYS and value else value
+    if args.command == "install":
+        multus_dir = args.multus_cache_dir or multusdaemon.cni_dir(args.root, node_conf_dir)
+        if multus_dir:
+            keys["multusCacheDirs"] = multusdaemon.cache_dirs(multus_dir)
     bundle_dir = None
     if args.command == "install" and not args.no_bundle:
         bundle_dir = args.bundle_dir or default_bundle_dir()
     return actions.Options(
         root=os.path.normpath(args.root),
-        bin_dir=where.located(args.root, args.bin_dir or layouts.bin_dir(layout, args.root)),
-        conf_dir=where.located(args.root, args.conf_dir or layout.conf_dir),
+        bin_dir=bin_dir,
+        conf_dir=conf_dir,
         conf_file=args.conf_file,
         wrap=args.wrap,
         state_dir=where.under(args.root, args.state_dir or layout.state_dir),
         layout=layout.name,
+        source=source,
         log_file=layout.log_file,
         bundle_dir=bundle_dir,
         keys=keys,
         dry_run=args.dry_run,
         lock_timeout=args.lock_timeout,
     )
+
+
+def _dirs(args: argparse.Namespace, layout: layouts.Layout) -> tuple[str, str, str]:
+    """The bin dir and conf dir the runtime uses now, as seen from here, and where they came
+    from: the flag's, the runtime's own config's or the layout's, with the node's links
+    followed inside --root (k3s's data/current, MicroK8s' current), so a distribution's upgrade
+    that moves a link or rewrites the runtime's config moves them."""
+    conf_dir, bin_dir, source = layouts.runtime_dirs(layout, args.root, args.conf_dir,
+                                                     args.bin_dir)
+    return where.located(args.root, bin_dir), where.located(args.root, conf_dir), source
+
+
+def _resolver(args: argparse.Namespace, name: str) -> watch.Resolve:
+    """What the watcher calls on every poll: the dirs of the layout it started on (never
+    chosen again: a layout is not found anew while the node runs), resolved again."""
+    layout = layouts.BY_NAME[name]
+
+    def resolve(opts: actions.Options) -> actions.Options:
+        bin_dir, conf_dir, source = _dirs(args, layout)
+        return dataclasses.replace(opts, bin_dir=bin_dir, conf_dir=conf_dir, source=source)
+
+    return resolve
 
 
 def default_bundle_dir() -> str:
@@ -262,8 +322,8 @@ def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) 
 def run(args: argparse.Namespace, out: TextIO, stderr: TextIO) -> int:
     say = _sayer(stderr, stamp=False)
     try:
-        if args.command == "ready":
-            return _ready(args, out)
+        if args.command in ("ready", "live"):
+            return _ready(args, out) if args.command == "ready" else _live(args, out)
         if args.command == "install" and args.watch:
             _watch(args, _sayer(out, stamp=True))
             return 0
@@ -300,6 +360,12 @@ def _sayer(stream: TextIO, stamp: bool) -> actions.Say:
     return say
 
 
+def _live(args: argparse.Namespace, out: TextIO) -> int:
+    code, line = live.check(args.live_file, time.time(), args.stale, args.grace)
+    out.write(line + "\n")
+    return code
+
+
 def _ready(args: argparse.Namespace, out: TextIO) -> int:
     try:
         opts = options(args)
@@ -320,11 +386,29 @@ class _StoppedError(Exception):
 
 
 def _options_waiting(
-    args: argparse.Namespace, seconds: float, say: actions.Say, stop: watch.Stop | None = None
+    args: argparse.Namespace,
+    seconds: float,
+    say: actions.Say,
+    stop: watch.Stop | None = None,
+    tick: Callable[[], None] = lambda: None,
 ) -> actions.Options:
     """options(args), waiting up to `seconds` while `--layout auto` finds no layout yet (at
-    boot the network plugin writes its conf after us); _StoppedError when `stop` is set first."""
-    return _waiting(lambda: options(args), layouts.NoLayoutError, seconds, say, stop)
+    boot the network plugin writes its conf after us); _StoppedError when `stop` is set first.
+    `tick` runs on each try (the liveness heartbeat: waiting is alive)."""
+
+    def get() -> actions.Options:
+        tick()
+        return options(args)
+
+    return _waiting(get, layouts.NoLayoutError, seconds, say, stop)
+
+
+def _heartbeat(args: argparse.Namespace, counts: watch.Counts) -> Callable[[], None]:
+    """The liveness heartbeat of `--live-file` (a no-op without it)."""
+    if not args.live_file:
+        return lambda: None
+    heart = live.Heartbeat(args.live_file)
+    return lambda: heart.beat(counts.unfixed)
 
 
 def _wait_for_conf(opts: actions.Options, seconds: float, say: actions.Say) -> None:
@@ -379,8 +463,10 @@ def _watch(args: argparse.Namespace, say: actions.Say) -> None:
     if not args.metrics_interval > 0:  # also NaN: the metrics thread would spin
         raise UsageError(f"--metrics-interval {args.metrics_interval:g}: give a number of seconds")
     stop = _stop_event()
+    counts = watch.Counts()
+    beat = _heartbeat(args, counts)
     try:
-        opts = _options_waiting(args, math.inf, say, stop)
+        opts = _options_waiting(args, math.inf, say, stop, beat)
     except _StoppedError:
         say("watch: stopped")
         return
@@ -392,13 +478,14 @@ def _watch(args: argparse.Namespace, say: actions.Say) -> None:
     )
     say(
         f"watching {opts.conf_dir} and {opts.bin_dir} "
-        f"(layout {opts.layout}, every {limits.interval:g} s)"
+        f"(layout {opts.layout}, dirs from the {opts.source}, every {limits.interval:g} s)"
     )
     _start(opts, say)
-    counts = watch.Counts()
     metrics = _exporter(args, opts, counts, say)
+    tasks = [*_tasks(args, opts, say), watch.Periodic(limits.interval, beat)]
     try:
-        watch.run(opts, limits, stop, say, tasks=_tasks(args, opts, say), counts=counts)
+        opts = watch.run(opts, limits, stop, say, tasks=tasks, counts=counts,
+                         resolve=_resolver(args, opts.layout))
     finally:
         if metrics is not None:
             metrics.stop()

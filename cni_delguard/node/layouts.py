@@ -16,7 +16,9 @@ plugin never asks at exec time.
 `auto` picks the layout from what is under the node's root (`choose`): the layouts whose conf
 dir holds a CNI conf (else those whose bin dir holds the guard); rows that share a conf dir are
 told apart by a `sign`, a path only that distribution has. Two layouts found that disagree on a
-path the command needs is refused (UsageError, exit 2), never guessed.
+path the command needs (each dir compared as the node resolves it, links followed inside the
+root) is refused (UsageError, exit 2), never guessed; two that resolve to the same dirs are one
+node (MicroK8s 1.29 links /etc/cni/net.d and /opt/cni/bin into the snap).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from cni_delguard.guard import defaults
-from cni_delguard.node import bundle, confdir
+from cni_delguard.node import bundle, confdir, runtimeconf
 from cni_delguard.node.errors import NoConfError
 from cni_delguard.node.options import located, under
 from cni_delguard.tooling import UsageError
@@ -69,9 +71,11 @@ LAYOUTS: tuple[Layout, ...] = (
     Layout("standard", "/etc/cni/net.d", ("/opt/cni/bin",)),
     # k3s writes its containerd config with these (pkg/agent/templates: bin_dir, conf_dir; the
     # conf dir is <data-dir>/agent/etc/cni/net.d). Its CNI bins moved to the fixed data/cni in
-    # the October 2024 releases (k3s PR 10868, issue 10869); before, containerd's bin_dir was the
-    # bin dir of the running release's data dir, which data/current links to (an absolute link:
-    # options.located follows it inside the node's root). The DaemonSet mounts data/ for both.
+    # the October 2024 releases (k3s PR 10868, issue 10869); before, containerd's bin_dir was
+    # literally data/<hash>/bin, the running release's dir (k3s resolves data/current when it
+    # writes the config, issue 6118), which data/current links to (an absolute link:
+    # options.located follows it inside the node's root, on every poll of the watcher). The
+    # DaemonSet mounts data/ for both.
     Layout(
         "k3s",
         "/var/lib/rancher/k3s/agent/etc/cni/net.d",
@@ -82,18 +86,22 @@ LAYOUTS: tuple[Layout, ...] = (
     # cni section out and containerd keeps its defaults; /var/lib/rancher/rke2 is its data dir.
     Layout("rke2", "/etc/cni/net.d", ("/opt/cni/bin",), sign="/var/lib/rancher/rke2"),
     # MicroK8s' containerd-template.toml: bin_dir ${SNAP_DATA}/opt/cni/bin, conf_dir
-    # ${SNAP_DATA}/args/cni-network, SNAP_DATA being /var/snap/microk8s/current.
+    # ${SNAP_DATA}/args/cni-network; run-containerd-with-args substitutes SNAP_DATA with the
+    # revision's dir (/var/snap/microk8s/<revision>), which `current` links to: the watcher
+    # follows `current` on every poll. The DaemonSet mounts the stable parent /var/snap/microk8s
+    # (a hostPath through `current` is resolved once, by the kubelet, when the pod starts).
     Layout(
         "microk8s",
         "/var/snap/microk8s/current/args/cni-network",
         ("/var/snap/microk8s/current/opt/cni/bin",),
+        bin_mount="/var/snap/microk8s",
     ),
     # OpenShift's cluster-network-operator (pkg/network/multus.go): SystemCNIConfDir
     # /etc/kubernetes/cni/net.d, CNIBinDir /var/lib/cni/bin; multus keeps its cache in
     # /var/lib/cni/multus (bindata/network/multus/multus.yaml, "cni cache dir").
     Layout("openshift", "/etc/kubernetes/cni/net.d", ("/var/lib/cni/bin",)),
-    # Talos: the kubelet gets --cni-conf-dir go-cni's DefaultNetDir and PATH go-cni's
-    # DefaultCNIDir; /etc/cri/containerd.toml is its CRI containerd's config (constants.go).
+    # Talos: its CRI containerd (config /etc/cri/containerd.toml, constants.go) sets no CNI dirs,
+    # so go-cni's DefaultNetDir and DefaultCNIDir apply (its kubelet has no --cni-conf-dir).
     Layout("talos", "/etc/cni/net.d", ("/opt/cni/bin",), sign="/etc/cri/containerd.toml"),
 )
 BY_NAME = {layout.name: layout for layout in LAYOUTS}
@@ -146,6 +154,28 @@ def bin_dir(layout: Layout, root: str) -> str:
     return layout.bin_dirs[0]
 
 
+TABLE = "layout table"
+
+
+def runtime_dirs(
+    layout: Layout, root: str, conf_dir: str | None = None, bin_dir_: str | None = None
+) -> tuple[str, str, str]:
+    """The conf dir and bin dir the runtime uses, as the node names them, and where they came
+    from: a flag given (`conf_dir`, `bin_dir_`) wins; else the runtime's own config where it is
+    on the node (runtimeconf.py); else this table. A runtime config that cannot be used falls
+    back to the table, and the source says why."""
+    if conf_dir is not None and bin_dir_ is not None:
+        return conf_dir, bin_dir_, "flags"
+    why = ""
+    try:
+        found = runtimeconf.find(root, layout.name)
+    except (runtimeconf.ConfigError, UsageError) as exc:
+        found, why = None, f" (the runtime's config not used: {exc})"
+    if found is None:
+        return conf_dir or layout.conf_dir, bin_dir_ or bin_dir(layout, root), TABLE + why
+    return conf_dir or found.conf_dir, bin_dir_ or found.bin_dir, found.source
+
+
 def choose(
     root: str, name: str, needs: tuple[str, ...] = FIELDS, table: tuple[Layout, ...] = LAYOUTS
 ) -> Layout:
@@ -162,7 +192,7 @@ def choose(
     found = _found(root, table, _has_conf) or _found(root, table, _has_guard)
     pool = found or list(table)
     if len({tuple(_value(layout, root, f) for f in needs) for layout in pool}) == 1:
-        return pool[0]
+        return _own(pool, root)
     if not found:
         dirs = ", ".join(dict.fromkeys(located(root, layout.conf_dir) for layout in table))
         raise NoLayoutError(
@@ -202,7 +232,21 @@ def guard_path(args: Any, attr: str) -> str:
 
 
 def _value(layout: Layout, root: str, field: str) -> object:
-    return bin_dir(layout, root) if field == "bin_dirs" else getattr(layout, field)
+    """A field as the node resolves it: dirs with the node's links followed inside the root, so
+    MicroK8s 1.29's /etc/cni/net.d and /opt/cni/bin (links into the snap's revision) are the
+    microk8s row's own dirs, one node, not two layouts."""
+    if field == "bin_dirs":
+        return located(root, bin_dir(layout, root))
+    if field == "conf_dir":
+        return located(root, layout.conf_dir)
+    return getattr(layout, field)
+
+
+def _own(pool: list[Layout], root: str) -> Layout:
+    """Of layouts that resolve to the same dirs, the one whose conf dir is not itself a link
+    into another's (MicroK8s' row, not `standard`'s /etc/cni/net.d linking to it); else the
+    first."""
+    return sorted(pool, key=lambda layout: os.path.islink(under(root, layout.conf_dir)))[0]
 
 
 def _found(

@@ -10,6 +10,13 @@ other installers in several steps), so a multus rewrite is wrapped again within 
 interval + settle (1.5 s) plus the check of the plugin (one exec of VERSION).
 
 Each poll, in this order:
+0. the runtime's dirs are resolved again (`resolve`: the layout's bin dir and conf dir, links
+   followed inside the node's root): a distribution's upgrade moves them under a running watcher
+   (a new k3s release dir behind data/current, k3s's data/cni appearing, a MicroK8s refresh
+   moving `current` to a new revision). When they moved, the bundle is installed into the new bin
+   dir first, before anything is wrapped (when that fails, the guard is taken out of the conf:
+   the runtime would not find it), then the conf of the new conf dir is checked and wrapped; the
+   old dirs are left as they are (gone, or the distribution's to remove);
 1. an uninstall record (record.py) stops everything but the periodic tasks: uninstall wins;
 2. a broken bundle (link missing, files missing or changed) is repaired from the bundle dir, or,
    with no bundle to install, the guard is taken out of the conf: never a conf naming a missing
@@ -29,6 +36,7 @@ the node is never given up for good (the readiness probe shows it unguarded mean
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import os
 import select
@@ -40,6 +48,7 @@ from typing import Protocol
 
 from cni_delguard.node import actions, bundle, confdir, record
 from cni_delguard.node.errors import InstallerError
+from cni_delguard.tooling import UsageError
 
 Signature = tuple[object, ...]
 
@@ -99,6 +108,13 @@ class Counts:
     repairs: int = 0  # a damaged or missing bundle copied in again
     backoffs: int = 0  # waits imposed on a writer that keeps undoing the wrap
     errors: int = 0  # a re-wrap or repair that failed (tried again on the next change)
+    moves: int = 0  # the runtime's bin dir or conf dir moved (a distribution's upgrade)
+    # The node's dirs as last resolved (None: as the watcher started); the metrics' ready check
+    # reads it, so it follows a move.
+    where: actions.Options | None = None
+    # Why the plugin cannot be put where the runtime looks ('' while it can): the liveness
+    # heartbeat (live.py) reports it, and a restart follows when it lasts.
+    unfixed: str = ""
 
 
 @dataclass
@@ -219,6 +235,20 @@ class Once:
         self.last = message
 
 
+class _Dirs:
+    """The node's dirs the loop works on and the probes of its bin dir, replaced together when
+    the runtime's dirs move."""
+
+    def __init__(self, opts: actions.Options, clock: Callable[[], float]) -> None:
+        self.opts, self.clock = opts, clock
+        self.conf_opts = dataclasses.replace(opts, bundle_dir=None)  # re-wraps: no bundle copy
+        self.probe, self.runs = BundleProbe(opts.bin_dir, clock), RunsProbe(opts, clock)
+        self.retry_at = 0.0  # after a failed repair: not before (each try reads the bundle)
+
+    def repair(self, say: actions.Say) -> bool:
+        return actions.repair(self.opts, say)
+
+
 def run(
     opts: actions.Options,
     limits: Limits,
@@ -227,35 +257,39 @@ def run(
     clock: Callable[[], float] = time.monotonic,
     tasks: Sequence[Periodic] = (),
     counts: Counts | None = None,
-) -> None:
-    """Watch until `stop` is set. `opts.bundle_dir` is what a broken bundle is repaired from."""
-    budget, once, probe = Budget(limits, clock), Once(say), BundleProbe(opts.bin_dir, clock)
-    runs = RunsProbe(opts, clock)
+    resolve: Resolve | None = None,
+) -> actions.Options:
+    """Watch until `stop` is set. `opts.bundle_dir` is what a broken bundle is repaired from;
+    `resolve` gives the runtime's dirs again on each poll (None: they never move). Returns the
+    node's dirs as last resolved (what an uninstall on stop works on)."""
+    budget, once, dirs = Budget(limits, clock), Once(say), _Dirs(opts, clock)
     counts = Counts() if counts is None else counts
-    conf_opts = dataclasses.replace(opts, bundle_dir=None)
     seen: Signature | None = None
     while not stop.is_set():
         _run_due(tasks, clock(), say)
-        if stamp := record.uninstalled(opts.state_dir):
+        moved = _follow(dirs, resolve, clock, say, once, counts)
+        dirs, seen = moved or dirs, None if moved else seen
+        if stamp := record.uninstalled(dirs.opts.state_dir):
             once(f"watch: uninstalled at {stamp}; not wrapping until a new install")
             seen = None
-        elif problem := probe.problem():
+        elif problem := dirs.probe.problem():
             if _may(budget, limits, stop, say, counts):
-                if _guarded(lambda: actions.repair(opts, say), say, counts):
+                if _repair(dirs, say, counts):
                     budget.spend()
                     counts.repairs += 1
-                elif opts.bundle_dir is None:
+                elif dirs.opts.bundle_dir is None:
                     once(f"watch: {problem}; not wrapping until the bundle is installed")
             seen = None
-        elif cannot_run(runs, opts, say, counts, once):
+        elif cannot_run(dirs.runs, dirs.opts, say, counts, once):
             seen = None
         else:
-            sig = signature(opts)
-            if sig != seen and _settled(opts, sig, limits, stop):
+            counts.unfixed = ""
+            sig = signature(dirs.opts)
+            if sig != seen and _settled(dirs.opts, sig, limits, stop):
                 if not _may(budget, limits, stop, say, counts):
                     continue
                 once("")
-                if apply_once(conf_opts, say, counts):
+                if apply_once(dirs.conf_opts, say, counts):
                     budget.spend()
                     counts.rewraps += 1
                 else:
@@ -264,6 +298,71 @@ def run(
                 # patch a moment later must still look like a change. Our write costs one check.
                 seen = sig
         stop.wait(limits.interval)
+    return dirs.opts
+
+
+def _follow(
+    old: _Dirs,
+    resolve: Resolve | None,
+    clock: Callable[[], float],
+    say: actions.Say,
+    once: Once,
+    counts: Counts,
+) -> _Dirs | None:
+    """None, or when the runtime's dirs moved, the new ones, with the bundle installed into the
+    new bin dir at once, before the loop looks at any conf (not counted against the re-wrap
+    budget: a move is not a writer fighting us). When it cannot go there, repair takes the
+    guard out of the conf."""
+    opts = None if resolve is None else _moved(old.opts, resolve, say, once)
+    if opts is None:
+        return None
+    dirs = _Dirs(opts, clock)
+    counts.moves += 1
+    counts.where = opts
+    if not record.uninstalled(opts.state_dir):
+        _repair(dirs, say, counts)
+    return dirs
+
+
+REPAIR_RETRY = 10.0  # seconds between tries while the bin dir cannot take the bundle
+
+
+def _repair(dirs: _Dirs, say: actions.Say, counts: Counts) -> bool:
+    """actions.repair, logged; a failure (the bin dir cannot take the bundle) is what the
+    liveness heartbeat reports until a repair succeeds or the plugin is found whole. While it
+    keeps failing it is tried every REPAIR_RETRY seconds, and said once, not every poll."""
+    failing = bool(counts.unfixed)
+    if failing and dirs.clock() < dirs.retry_at:
+        return False
+    quiet: actions.Say = (lambda _line: None) if failing else say
+    errors = counts.errors
+    done = _guarded(functools.partial(dirs.repair, quiet), quiet, counts)
+    failed = counts.errors > errors
+    counts.unfixed = f"the plugin cannot be installed into {dirs.opts.bin_dir}" if failed else ""
+    dirs.retry_at = dirs.clock() + REPAIR_RETRY if failed else 0.0
+    return done
+
+
+Resolve = Callable[[actions.Options], actions.Options]
+
+
+def _moved(
+    opts: actions.Options, resolve: Resolve, say: actions.Say, once: Once
+) -> actions.Options | None:
+    """The node's dirs resolved again: the new options when the bin dir or the conf dir moved,
+    else None (also when they cannot be resolved now: said once, tried again next poll)."""
+    try:
+        new = resolve(opts)
+    except (InstallerError, OSError, UsageError) as exc:
+        once(f"watch: cannot resolve the runtime's dirs: {exc}; keeping {opts.bin_dir}")
+        return None
+    if (new.bin_dir, new.conf_dir) == (opts.bin_dir, opts.conf_dir):
+        return None
+    for what, old, now in (("bin", opts.bin_dir, new.bin_dir), ("conf", opts.conf_dir,
+                                                                 new.conf_dir)):
+        if old != now:
+            say(f"watch: the runtime's {what} dir moved: {old} -> {now}")
+    return new
 
 
 def _may(budget: Budget, limits: Limits, stop: Stop, say: actions.Say, counts: Counts) -> bool:

@@ -95,7 +95,7 @@ class WatcherFeed:
         self.tail = Tail(log)
 
     def _watch_values(self) -> Values:
-        code, _, mode = ready.status(self.plan.opts)
+        code, _, mode = ready.status(self.plan.counts.where or self.plan.opts)
         c = self.plan.counts
         reason = series.READY_REASONS.get(code, series.OTHER)
         modes: dict[tuple[str, ...], float | series.Histogram] = {

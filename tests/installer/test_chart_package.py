@@ -127,13 +127,17 @@ def test_the_rollout_replaces_pods_without_surge_and_without_uninstalling(helm):
 
 def test_holding_is_an_upgrade_of_the_args_and_probe_only(helm):
     """`helm upgrade --reuse-values --set cni.hold=true` (README "Deploy"): the pods are
-    replaced by ones that take the guard off and hold; nothing else in the pod changes."""
+    replaced by ones that take the guard off and hold; nothing else in the pod changes but the
+    liveness probe, gone (a holder watches nothing, so it writes no heartbeat)."""
     old = by_kind(helm.render(values=values_file("k3s")))["DaemonSet"]
     new = by_kind(helm.render("--set", "cni.hold=true", values=values_file("k3s")))["DaemonSet"]
     commands = []
     for ds in (old, new):
         (c,) = ds["spec"]["template"]["spec"]["containers"]
         commands.append((c.pop("args"), c["readinessProbe"]["exec"].pop("command")))
+        c.pop("livenessProbe", None)
+    assert "livenessProbe" in by_kind(helm.render(values=values_file("k3s")))["DaemonSet"][
+        "spec"]["template"]["spec"]["containers"][0]
     assert diff(old, new) == []
     assert commands[1] == (
         ["uninstall", "--root", "/host", "--hold", "--layout", "k3s"],

@@ -124,6 +124,25 @@ def test_the_default_watches_and_its_probe_is_the_ready_command():
     )
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_a_watcher_has_a_liveness_probe_on_its_own_heartbeat_a_holder_none(overlay):
+    """The watcher writes its heartbeat into the pod's own emptyDir (never the host's), and the
+    liveness probe reads that file; `uninstall --hold` watches nothing and has no probe."""
+    spec = pod(render(overlay))
+    (c,) = spec["containers"]
+    args = cli_args(c)
+    if args.command != "install":
+        assert "livenessProbe" not in c
+        return
+    probe = build_parser(sys.stdout, sys.stderr).parse_args(
+        c["livenessProbe"]["exec"]["command"][1:])
+    assert (probe.command, probe.live_file) == ("live", args.live_file)
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    (run,) = [v for v in spec["volumes"] if v["name"] == "run"]
+    assert "emptyDir" in run and os.path.dirname(args.live_file) == mounts["run"]
+    assert not mounts["run"].startswith(args.root + "/")
+
+
 def test_the_uninstall_overlay_uninstalls_holds_and_is_ready_when_the_guard_is_off():
     (c,) = pod(render("uninstall"))["containers"]
     args = cli_args(c)
@@ -145,13 +164,30 @@ def test_the_selinux_overlay_sets_spc_t():
     assert c["securityContext"]["seLinuxOptions"] == {"type": "spc_t"}
 
 
+@pytest.mark.parametrize("layout", ["k3s", "rke2", "microk8s", "talos"])
+def test_the_selinux_component_goes_with_any_layouts_overlay(layout, tmp_path):
+    """A layout's overlay plus components/selinux (an overlay of the user's own): spc_t, and the
+    layout's paths and args untouched."""
+    overlay = tmp_path / f"{layout}-selinux"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources:\n  - {os.path.relpath(KUSTOMIZE / 'overlays' / layout, overlay)}\n"
+        f"components:\n  - {os.path.relpath(KUSTOMIZE / 'components' / 'selinux', overlay)}\n")
+    (c,) = pod(render(str(overlay)))["containers"]
+    assert c["securityContext"]["seLinuxOptions"] == {"type": "spc_t"}
+    (plain,) = pod(render(layout))["containers"]
+    del c["securityContext"]["seLinuxOptions"]
+    assert c == plain
+
+
 def test_the_container_mounts_every_host_dir_under_its_root():
     spec = pod(load(INSTALLER / "daemonset.yaml"))
-    volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
+    volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
     assert set(volumes.values()) == HOST_PATHS | {HOST_ROOT}
     (c,) = spec["containers"]
     root = cli_args(c).root
-    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"] if m["name"] in volumes}
     assert set(mounts) == {os.path.normpath(root + volumes[m["name"]]) for m in mounts.values()}
     assert {root + p for p in HOST_PATHS} | {root} == set(mounts)
     # the host's / read-only, the dirs the installer writes (and reads the log of) over it
@@ -183,7 +219,7 @@ def volumes_of(doc: dict) -> dict[str, tuple[str, str]]:
     (c,) = spec["containers"]
     mounts = {m["name"]: m for m in c["volumeMounts"]}
     return {v["name"]: (v["hostPath"]["path"], mounts[v["name"]]["mountPath"])
-            for v in spec["volumes"]}
+            for v in spec["volumes"] if "hostPath" in v}
 
 
 @pytest.mark.parametrize("layout", layouts.LAYOUTS, ids=lambda layout: layout.name)
@@ -219,10 +255,11 @@ def test_the_default_overlay_finds_the_layout_and_mounts_the_standard_paths():
 
 
 def test_only_k3s_data_dir_is_never_created_on_a_node():
-    """hostPath DirectoryOrCreate would make k3s's data dir on a node that has none; the k3s
-    overlay mounts it only when it is there."""
+    """hostPath DirectoryOrCreate would make k3s's data dir (or /var/snap/microk8s) on a node
+    that has none; those overlays mount it only when it is there."""
     for layout in layouts.LAYOUTS:
-        types = {v["name"]: v["hostPath"]["type"] for v in pod(render(layout.name))["volumes"]}
+        types = {v["name"]: v["hostPath"]["type"] for v in pod(render(layout.name))["volumes"]
+                 if "hostPath" in v}
         assert types["cni-bin"] == ("Directory" if layout.bin_mount else "DirectoryOrCreate")
 
 
@@ -242,8 +279,8 @@ def test_the_openshift_scc_allows_exactly_what_its_pod_asks_for():
     assert c["securityContext"]["allowPrivilegeEscalation"] is False
     assert "privileged" not in c["securityContext"]
     assert scc["allowHostNetwork"] is True and spec["hostNetwork"] is True
-    assert scc["allowHostDirVolumePlugin"] is True and scc["volumes"] == ["hostPath"]
-    assert {"hostPath"} == {k for v in spec["volumes"] for k in v if k != "name"}
+    assert scc["allowHostDirVolumePlugin"] is True and scc["volumes"] == ["hostPath", "emptyDir"]
+    assert set(scc["volumes"]) == {k for v in spec["volumes"] for k in v if k != "name"}
     assert scc["runAsUser"] == {"type": "RunAsAny"} and c["securityContext"]["runAsUser"] == 0
     assert c["securityContext"]["seLinuxOptions"] == {"type": "spc_t"}
     kubernetes_validate.validate(account, VERSIONS[-1], strict=True)

@@ -414,6 +414,6 @@ def test_a_watcher_with_no_conf_anywhere_waits_and_guards_the_layout_whose_conf_
     wait_for(lambda: conf_of(path) and "cni-delguard" in json.dumps(conf_of(path)),
              "the k3s conf wrapped", BOUND, every=EVERY, detail=w.text)
     assert bundle.check(str(bin_dir)) is None
-    assert "(layout k3s, every" in w.text()
+    assert "(layout k3s, dirs from the layout table, every" in w.text()
     assert os.listdir(node.bin) == []
     assert w.stop() == 0

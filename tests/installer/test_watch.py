@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -292,3 +294,121 @@ def test_watch_unwraps_a_plugin_that_stops_running_and_wraps_it_again(node, tmp_
         wait_for(lambda: wrapped(path), "the conf wrapped again", 10.0)
     assert any("GLIBC_2.38" in line and "unwrapping" in line for line in w.log), w.log
     assert w.patches() == 2, w.log
+
+
+class Moving:
+    """The runtime's dirs as a distribution moves them under the watcher: `resolve` (what the
+    command's resolver does with the layout's links) reads the node's `current` link, as k3s's
+    data/current and MicroK8s' current are read, on every poll."""
+
+    def __init__(self, node):
+        self.node = node
+        self.link = node.root / "var/snap/distro/current"
+        self.link.parent.mkdir(parents=True)
+
+    def release(self, name, conf=None):
+        """A new release dir (its bin dir, and a conf dir with `conf` when given) and the link
+        moved to it, in one rename, as snapd and k3s move theirs."""
+        rel = self.link.parent / name
+        (rel / "bin").mkdir(parents=True)
+        (rel / "net.d").mkdir()
+        if conf is not None:
+            (rel / "net.d" / "00-multus.conf").write_text(conf)
+        tmp = self.link.parent / f".{name}.link"
+        tmp.symlink_to(name)
+        os.replace(tmp, self.link)
+        return rel
+
+    def resolve(self, opts):
+        rel = os.path.realpath(self.link)
+        return dataclasses.replace(opts, bin_dir=f"{rel}/bin", conf_dir=f"{rel}/net.d")
+
+
+class MovingWatcher(Watcher):
+    def __init__(self, node, bundle, moving):
+        self.log = []
+        self.stop = threading.Event()
+        opts = moving.resolve(options(node, str(bundle)))
+        actions.install_bundle(opts, self.log.append)
+        self.result = None
+        self.counts = watch.Counts()
+
+        def target():
+            self.result = watch.run(opts, FAST, self.stop, self.log.append,
+                                    counts=self.counts, resolve=moving.resolve)
+
+        self.thread = threading.Thread(target=target)
+
+
+def test_watch_installs_into_a_new_release_dir_and_wraps_the_new_conf_dir(node, bundles):
+    """A k3s release-dir upgrade or a MicroK8s refresh: the link moves to a new dir whose bin
+    dir has no guard and whose conf is the distribution's own; the bundle lands there first,
+    then the conf there is wrapped; the old dir is left as it was."""
+    moving = Moving(node)
+    old = moving.release("7229", MULTUS_CONF)
+    with MovingWatcher(node, bundles["v1"], moving) as w:
+        wait_for(lambda: wrapped(old / "net.d/00-multus.conf"), "the first conf wrapped", 5.0)
+        new = moving.release("7300", MULTUS_CONF)  # a refresh; multus writes its conf anew
+        wait_for(lambda: wrapped(new / "net.d/00-multus.conf"), "the new conf wrapped", 5.0)
+        assert (new / "bin/cni-delguard").is_symlink()
+        assert (new / "bin/cni-delguard").resolve().parent.parent == new / "bin"
+        assert (old / "bin/cni-delguard").is_symlink()  # the old release is left alone
+    moved = [i for i, line in enumerate(w.log) if "bin dir moved" in line]
+    installed = [i for i, line in enumerate(w.log) if f"{new}/bin/cni-delguard ->" in line]
+    wraps = [i for i, line in enumerate(w.log) if f"{new}/net.d/00-multus.conf: wrapped" in line]
+    assert moved and installed and wraps, w.log
+    assert moved[0] < installed[0] < wraps[0], w.log  # the plugin before the conf naming it
+    assert w.result is not None and w.result.bin_dir == f"{new}/bin"
+
+
+def test_watch_follows_a_bin_dir_move_with_the_conf_unchanged(node, bundles):
+    """k3s before October 2024: the conf dir stays, the bin dir is a new release's (and the
+    old release dir is removed): the guard is installed there, the conf stays wrapped."""
+    moving = Moving(node)
+    moving.release("a1")
+    opts = options(node)
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+
+    def resolve(o):
+        return dataclasses.replace(o, bin_dir=f"{os.path.realpath(moving.link)}/bin",
+                                   conf_dir=opts.conf_dir)
+
+    moving.resolve = resolve
+    with MovingWatcher(node, bundles["v1"], moving) as w:
+        wait_for(lambda: wrapped(path), "the conf wrapped", 5.0)
+        new = moving.release("b2")
+        shutil.rmtree(moving.link.parent / "a1")
+        wait_for((new / "bin/cni-delguard").is_symlink, "the guard in b2", 5.0)
+        assert wrapped(path)
+    assert w.patches() == 1, w.log
+    assert not any("trying again" in line for line in w.log), w.log
+
+
+def test_watch_unwraps_when_the_new_bin_dir_cannot_take_the_bundle(node, bundles):
+    """The new bin dir cannot be written (here: a file where its parent should be): the conf
+    must not keep naming a guard the runtime cannot find, so it is unwrapped, byte for byte."""
+    moving = Moving(node)
+    moving.release("a1")
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    blocked = node.root / "blocked"
+    blocked.write_text("not a dir\n")
+    state = {"bin": None}
+    first = f"{os.path.realpath(moving.link)}/bin"
+
+    def resolve(o):
+        return dataclasses.replace(o, bin_dir=state["bin"] or first)
+
+    moving.resolve = resolve
+    with MovingWatcher(node, bundles["v1"], moving) as w:
+        wait_for(lambda: wrapped(path), "the conf wrapped", 5.0)
+        assert w.counts.unfixed == ""
+        state["bin"] = str(blocked / "bin")
+        wait_for(lambda: path.read_text() == MULTUS_CONF, "the node's own conf back", 5.0)
+        wait_for(lambda: w.counts.unfixed, "the failure kept for the liveness probe", 5.0)
+        assert str(blocked / "bin") in w.counts.unfixed
+        state["bin"] = None  # the pod restarted with the node's current mounts, say
+        wait_for(lambda: wrapped(path), "wrapped again", 5.0)
+        wait_for(lambda: not w.counts.unfixed, "the failure cleared", 5.0)
+    assert any("cannot install into" in line and "unwrapping" in line for line in w.log), w.log
+    # said once while it kept failing (every poll would flood the pod's log)
+    assert sum("cannot install into" in line for line in w.log) == 1, w.log

@@ -85,6 +85,17 @@ def microk8s(root: Path) -> str:
     return str(mkdir(root, "/var/snap/microk8s/7229/opt/cni/bin"))
 
 
+def microk8s_links(root: Path) -> str:
+    """MicroK8s 1.29 and later also link /etc/cni/net.d and /opt/cni/bin into the snap: the
+    same dirs twice, one node (no --layout needed)."""
+    bin_dir = microk8s(root)
+    mkdir(root, "/etc/cni")
+    mkdir(root, "/opt/cni")
+    (root / "etc/cni/net.d").symlink_to("/var/snap/microk8s/current/args/cni-network")
+    (root / "opt/cni/bin").symlink_to("/var/snap/microk8s/current/opt/cni/bin")
+    return bin_dir
+
+
 def openshift(root: Path) -> str:
     return str(mkdir(root, "/var/lib/cni/bin"))
 
@@ -101,6 +112,7 @@ CASES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "k3s-before-2024-10": ("k3s", k3s_old),
     "rke2": ("rke2", rke2),
     "microk8s": ("microk8s", microk8s),
+    "microk8s-1.29-links": ("microk8s", microk8s_links),
     "openshift": ("openshift", openshift),
     "talos": ("talos", talos),
 }

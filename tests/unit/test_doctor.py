@@ -324,3 +324,21 @@ def test_a_strict_del_that_failed_once_recently_is_not_stuck(node):
                           "error": {"code": 11, "msg": "timed out"}}])
     _, report = node.doctor()
     assert [f for f in report["findings"] if f["check"] == "stuck"] == []
+
+
+def test_multus_thick_with_results_and_an_empty_multus_cache_is_warned_about(node):
+    """Thick's cniDir is in its daemon config, not the conf: results with no multus cache entry
+    mean the guard probably looks in the wrong dir (--multus-cache-dir)."""
+    conf = json.loads((node.conf_dir / "00-multus.conf").read_text())
+    conf["delegate"]["type"] = "multus-shim"
+    (node.conf_dir / "00-multus.conf").write_text(json.dumps(conf))
+    install_fake(node.bin, "multus-shim")
+    _, report = node.doctor()
+    assert not [f for f in report["findings"] if "multus thick" in f["message"]]  # no sandbox
+    libcni_result(node.results, "multus-cni-network", "c1")
+    _, report = node.doctor()
+    (warned,) = [f for f in report["findings"] if "multus thick" in f["message"]]
+    assert warned["severity"] == "info" and "--multus-cache-dir" in warned["message"]
+    (node.multus / "c1").write_text("{}")
+    _, report = node.doctor()
+    assert not [f for f in report["findings"] if "multus thick" in f["message"]]

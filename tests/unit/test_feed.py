@@ -4,6 +4,7 @@ exposition that promtool accepts."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -318,3 +319,17 @@ def test_the_one_shot_snapshot_counts_the_whole_log(tmp_path):
     assert values["released"] == {(): 1.0}
     assert values["decisions"][("DEL", "forward-strict")] == 2
     assert "node_guarded" not in values  # only the watcher runs the ready check
+
+
+def test_the_ready_check_follows_the_dirs_the_watcher_moved_to(tmp_path):
+    """A distribution's upgrade moved the conf dir: the watcher sets counts.where, and the
+    metrics' ready check reads the new dirs, not the ones the watcher started on."""
+    feed, counts = make_feed(tmp_path)
+    moved = tmp_path / "moved/net.d"
+    moved.mkdir(parents=True)
+    (moved / "00-multus.conf").write_text(json.dumps(GUARDED_CONF))
+    feed.refresh()
+    assert value(feed, "ready", "conf-not-wrapped") == 1.0  # the old conf dir holds nothing
+    counts.where = dataclasses.replace(feed.plan.opts, conf_dir=str(moved))
+    feed.refresh()
+    assert value(feed, "ready", "plugin-missing") == 1.0  # the new conf names the guard

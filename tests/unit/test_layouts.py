@@ -85,6 +85,30 @@ def test_two_layouts_confs_are_refused_and_named(tmp_path):
     assert "pass --layout standard|k3s" in message
 
 
+def microk8s_with_links(root: Path) -> None:
+    """MicroK8s 1.29 and later: /etc/cni/net.d and /opt/cni/bin are links into the snap's
+    current revision (absolute links, as the snap makes them)."""
+    plant(root, "/var/snap/microk8s/7229/args/cni-network/10-net.conflist", CONF)
+    plant(root, "/var/snap/microk8s/7229/opt/cni/bin")
+    (root / "var/snap/microk8s/current").symlink_to("7229")
+    plant(root, "/etc/cni")
+    plant(root, "/opt/cni")
+    (root / "etc/cni/net.d").symlink_to("/var/snap/microk8s/current/args/cni-network")
+    (root / "opt/cni/bin").symlink_to("/var/snap/microk8s/current/opt/cni/bin")
+
+
+def test_layouts_that_resolve_to_the_same_dirs_are_one_node_the_one_not_linked(tmp_path):
+    microk8s_with_links(tmp_path)
+    assert choose(str(tmp_path), "auto").name == "microk8s"
+
+
+def test_the_same_links_with_another_layouts_conf_are_still_an_ambiguity(tmp_path):
+    microk8s_with_links(tmp_path)
+    conf_in(tmp_path, BY_NAME["k3s"])
+    with pytest.raises(UsageError, match="more than one layout"):
+        choose(str(tmp_path), "auto")
+
+
 def test_explicit_layout_and_flags_need_no_guess(tmp_path):
     conf_in(tmp_path, BY_NAME["standard"])
     conf_in(tmp_path, BY_NAME["k3s"])

@@ -64,7 +64,7 @@ installer's own flags would make `uninstall` exit 2. */}}
 {{- if .Values.cni.hold -}}
 {{- $args = list "uninstall" "--root" (include "cni-delguard.root" .) "--hold" -}}
 {{- else -}}
-{{- $args = list "install" "--watch" "--root" (include "cni-delguard.root" .) -}}
+{{- $args = list "install" "--watch" "--root" (include "cni-delguard.root" .) "--live-file" "/run/cni-delguard/live" -}}
 {{- end -}}
 {{- if ne .Values.cni.layout "auto" }}{{ $args = concat $args (list "--layout" .Values.cni.layout) }}{{ end -}}
 {{- if not .Values.cni.hold -}}

@@ -36,6 +36,7 @@ CHECKS: list[Callable[[Node], list[Finding]]] = [
     state.check_markers,
     state.check_locks,
     caches.check_multus_only,
+    caches.check_multus_thick_cache,
     caches.check_result_caches,
     logs.check_log,
     logs.check_stuck,
@@ -87,16 +88,18 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return 2
     try:
         layout = _layout(args)
-        conf_dir = args.conf_dir or layout.conf_dir
-        node = discover(args.root, conf_dir, args.bin_dir or layouts.bin_dir(layout, args.root),
-                        layout)
+        conf_dir, bin_dir, source = layouts.runtime_dirs(layout, args.root, args.conf_dir,
+                                                         args.bin_dir)
+        node = discover(args.root, conf_dir, bin_dir, layout)
+        node.source = source
     except UsageError as exc:
         stderr.write(f"cni-delguard doctor: {clean(exc)}\n")
         return 2
     findings = examine(node, args.repair)
     healthy = not any(_left(f) for f in findings)
     if args.json:
-        body = {"root": args.root, "layout": node.layout, "healthy": healthy,
+        body = {"root": args.root, "layout": node.layout, "dirsFrom": node.source,
+                "binDir": node.bin_dir, "confDir": node.conf_dir, "healthy": healthy,
                 "findings": [f.as_dict() for f in findings]}
         stdout.write(as_json(body))
     else:
@@ -116,6 +119,7 @@ def _layout(args: argparse.Namespace) -> layouts.Layout:
 def _text(node: Node, findings: list[Finding], healthy: bool) -> list[str]:
     lines = [
         f"cni-delguard doctor: layout {node.layout}, conf dir {clean(node.conf_dir)}, "
+        f"bin dir {clean(node.bin_dir)} (from the {clean(node.source)}), "
         f"state dir {clean(node.state_dir)}"
     ]
     for f in findings:

@@ -11,7 +11,7 @@ import stat
 
 from cni_delguard.cni.skel import valid_name
 from cni_delguard.guard import evidence
-from cni_delguard.ops.doctor.node import PROBLEM, Finding, Node
+from cni_delguard.ops.doctor.node import INFO, PROBLEM, Finding, Node
 from cni_delguard.ops.doctor.state import markers
 from cni_delguard.state import fsutil
 
@@ -43,6 +43,29 @@ def check_multus_only(node: Node) -> list[Finding]:
                 )
             )
     return found
+
+
+def check_multus_thick_cache(node: Node) -> list[Finding]:
+    """Multus thick keeps its cache where its daemon config's `cniDir` says, which the shim's
+    conf does not name: when the node runs thick, libcni holds results (sandboxes exist) and no
+    multus cache dir the guard reads holds an entry, the guard probably looks in the wrong
+    place, and would skip a DEL whose only evidence is multus's cache."""
+    delegate = (node.guard or {}).get("delegate")
+    kind = delegate.get("type") if isinstance(delegate, dict) else (node.conf or {}).get("type")
+    if kind != "multus-shim":
+        return []
+    if not any(_entries(d) for d in node.result_dirs):
+        return []
+    if any(_entries(d) for d in node.multus_dirs):
+        return []
+    dirs = ", ".join(node.multus_dirs)
+    return [Finding(
+        "multus", INFO,
+        f"warning: the node runs multus thick and libcni holds results, but no multus cache "
+        f"dir the guard reads ({dirs}) holds an entry: if multus's daemon config sets another "
+        "cniDir, reinstall with --multus-cache-dir DIR (a DEL whose only evidence is that "
+        "cache would be skipped)",
+    )]
 
 
 def check_result_caches(node: Node) -> list[Finding]:

@@ -57,6 +57,7 @@ class Node:
     conf_dir: str
     bin_dir: str
     layout: str = "standard"  # the node's layout (node/layouts.py), as chosen or found
+    source: str = "layout table"  # where conf_dir and bin_dir came from (layouts.runtime_dirs)
     conf_path: str | None = None
     conf: dict[str, Any] | None = None
     conf_error: str | None = None
