@@ -11,8 +11,10 @@ tests/e2e_cri/node.py's Node, with what a kubelet adds:
   /etc/cni/net.d, /opt/cni/bin, /var/lib/cni, /var/log (the pods' logs, the kubelet's
   /var/log/containers links, the guard's default log) and /var/lib/kubelet (the kubelet 1.35
   keeps its device-plugin socket at the compiled-in /var/lib/kubelet/device-plugins whatever its
-  root dir). A mount point the host lacks (/opt/cni on a fresh machine) is made in an overlay of
-  its nearest parent that the node's namespace alone sees: the host's dirs are never written.
+  root dir), and the node's containerd config at /etc/containerd/config.toml (where the installer
+  reads the runtime's CNI dirs). A mount point the host lacks (/opt/cni on a fresh machine) is
+  made in an overlay of its nearest parent that the node's namespace alone sees: the host's dirs
+  are never written.
 - The six kernel settings the kubelet checks at start (vm.overcommit_memory, vm.panic_on_oom,
   kernel.panic, kernel.panic_on_oops, kernel.keys.root_max{keys,bytes}) are files of the node
   bound over /proc/sys, holding the values the kubelet wants: with protectKernelDefaults it
@@ -42,6 +44,9 @@ from tests.e2e_kubelet.runtimes import CNI_BIN, CNI_CONF
 from tests.support.waiting import wait_for
 
 PREFIX = "dgkl-"
+# Where the node's runtime config is, as on a node with containerd's defaults: the installer reads
+# the CNI dirs from it (cni_delguard/node/runtimeconf.py). CRI-O is no row of this suite.
+RUNTIME_CONFIG = "/etc/containerd/config.toml"
 START_BOUND = 120  # seconds a runtime may take to answer after start, under the other helpers' load
 
 # Run by the holder inside its new namespaces: lo up, the binds (each mount point made in an
@@ -111,6 +116,11 @@ class Node(base.Node):
             (tmp / sub).mkdir(parents=True)
         for i, value in enumerate(KERNEL_TUNABLES.values()):
             (tmp / "sysctl" / str(i)).write_text(value + "\n", encoding="ascii")
+        # Bound over the node's /etc/containerd/config.toml before the runtime writes it (in
+        # place: the bind keeps its inode), so that the installer, which reads the runtime's
+        # own config for the CNI dirs, reads this node's runtime and not the machine's package
+        # default (Debian's names /usr/lib/cni).
+        (tmp / "runtime.conf").touch()
         return node
 
     def paths(self) -> Paths:
@@ -127,7 +137,8 @@ class Node(base.Node):
     def binds(self) -> list[tuple[Path, str]]:
         pairs = [(self.tmp / "run", "/run"), (self.cni_cache, "/var/lib/cni"),
                  (self.cni_conf, CNI_CONF), (self.cni_bin, CNI_BIN), (self.var_log, "/var/log"),
-                 (self.tmp / "var-lib-kubelet", "/var/lib/kubelet")]
+                 (self.tmp / "var-lib-kubelet", "/var/lib/kubelet"),
+                 (self.tmp / "runtime.conf", RUNTIME_CONFIG)]
         pairs += [(self.tmp / "sysctl" / str(i), f"/proc/sys/{name}")
                   for i, name in enumerate(KERNEL_TUNABLES)]
         return pairs
