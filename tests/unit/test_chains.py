@@ -1,4 +1,4 @@
-"""The multus chains implement tests/support/chains.Chain (mypy does not read tests/, so this
+"""The chains implement tests/support/chains.Chain (mypy does not read tests/, so this
 does): every member the protocol declares, with the protocol's parameters, and the matrix's
 delegate names."""
 
@@ -10,13 +10,16 @@ import pytest
 
 from tests.support import chains, matrix, matrix_readme
 from tests.support.multus import MultusThick, MultusThin, Thin
+from tests.support.stateful_chain import FakeStateful
 
 MEMBERS = [n for n, v in vars(chains.Chain).items() if inspect.isfunction(v) and n[0] != "_"]
 
 
-@pytest.mark.parametrize("cls", [MultusThin, MultusThick], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [MultusThin, MultusThick, FakeStateful],
+                         ids=lambda c: c.__name__)
 def test_chain_protocol(cls: type) -> None:
-    assert set(MEMBERS) == {"start", "plugins", "pod_exists", "calls", "forget", "stop"}
+    assert set(MEMBERS) == {"start", "plugins", "pod_exists", "calls", "forget", "node_down",
+                            "node_up", "stop"}
     for name in MEMBERS:
         want = list(inspect.signature(getattr(chains.Chain, name)).parameters)
         have = list(inspect.signature(getattr(cls, name)).parameters)
