@@ -312,7 +312,7 @@ class MultusThick(_Base):
         self.starts += 1
         # A daemon killed with its node leaves its 00-multus.conf behind (it removes it only on
         # a clean exit): ready means written by this start.
-        self._left = _stamp(self.conf_dir / "00-multus.conf")
+        self._left = file_stamp(self.conf_dir / "00-multus.conf")
         self._out = (self.work / "multus-daemon.out").open("ab")
         self.daemon = subprocess.Popen(
             [*self.enter, sys.executable, "-I", "-c", LAUNCHER, os.readlink("/proc/self/ns/mnt"),
@@ -331,7 +331,7 @@ class MultusThick(_Base):
         if self.daemon.poll() is not None:
             raise RuntimeError(f"multus-daemon exited with {self.daemon.returncode}:\n"
                                f"{self.log_tail()}")
-        conf = _stamp(self.conf_dir / "00-multus.conf")
+        conf = file_stamp(self.conf_dir / "00-multus.conf")
         return conf is not None and conf != self._left and \
             (self.socket_dir / "multus.sock").exists()
 
@@ -414,7 +414,7 @@ class MultusThick(_Base):
         self._stop_common()
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
+def file_stamp(path: Path) -> tuple[int, int] | None:
     """A file's (inode, mtime in ns): a rewrite in place or by rename changes it."""
     try:
         st = path.stat()
