@@ -53,9 +53,12 @@ MULTUS: dict[str, dict[str, tuple[str, str]]] = {
         "release": ("stuck", "released"),
     },
     # The shim answers 0 to every DEL: nothing is stuck, and a delegate's DEL error never comes
-    # back to the runtime, with or without the guard (del-error-propagates: removed).
+    # back to the runtime, with or without the guard (del-error-propagates: removed). After a
+    # reboot the daemon is not back yet when the stale sandbox's DELs come: the shim cannot reach
+    # it, logs so and answers 0 (kube-ovn never hears of them), so the sandbox goes on 1.6.20 too.
     "multus-thick": {
         "double-del": ("removed", "removed"),
+        "reboot": ("removed", "removed"),
         "del-error-propagates": ("removed", "removed"),
     },
 }
@@ -76,6 +79,7 @@ BY_CHAIN |= {
     ("cri-o-1.36", "multus-thin-path", "reboot"): ("removed", "removed"),
     ("cri-o-1.36", "multus-thin-path", "release"): ("removed", "removed"),
     ("cri-o-1.36", "multus-thick", "double-del"): ("removed", "removed"),
+    ("cri-o-1.36", "multus-thick", "reboot"): ("removed", "removed"),
     ("cri-o-1.36", "multus-thick", "del-error-propagates"): ("removed", "removed"),
 }
 

@@ -11,7 +11,9 @@ would only repeat the runtime's part at several minutes each (see README.md here
   DEL error must come back through multus and the guard).
 - multus-thin-path (kube-ovn's conflist by path: every DEL loses `server_socket`): double-del,
   reboot (the seed report's stale sandbox) and release (a completed ADD whose DEL keeps failing).
-- multus-thick: double-del and del-error-propagates (its shim answers 0 to every DEL).
+- multus-thick: double-del and del-error-propagates (its shim answers 0 to every DEL), reboot
+  (the daemon, a DaemonSet pod, is killed with the node and comes back only after the kubelet's
+  first cleanup of the stale sandbox: its DEL reaches a shim without a daemon).
 """
 
 from __future__ import annotations
@@ -28,15 +30,16 @@ CHAINS: dict[str, Callable[[Node], Chain]] = {
     "fake-stateful": lambda node: FakeStateful(),
     "multus-thin": lambda node: MultusThin(form=Thin.INLINE),
     "multus-thin-path": lambda node: MultusThin(form=Thin.CLUSTER_NETWORK_PATH),
-    # the daemon runs in the node's mount namespace, where /var/lib/cni/multus is the node's
-    "multus-thick": lambda node: MultusThick(enter=node.enter),
+    # the daemon runs in the node's mount namespace, where /var/lib/cni/multus is the node's,
+    # with its socket in the node's /run (gone at a reboot, as on a real node)
+    "multus-thick": lambda node: MultusThick(enter=node.enter, run=node.run),
 }
 
 RUNS: dict[str, tuple[str, ...]] = {
     "fake-stateful": tuple(SCENARIOS),
     "multus-thin": ("double-del", "reboot", "del-error-propagates"),
     "multus-thin-path": ("double-del", "reboot", "release"),
-    "multus-thick": ("double-del", "del-error-propagates"),
+    "multus-thick": ("double-del", "reboot", "del-error-propagates"),
 }
 
 

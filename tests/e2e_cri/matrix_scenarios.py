@@ -90,13 +90,29 @@ def run_ready(stage: Stage) -> str:
     return sandbox
 
 
-def kubelet_cleanup(stage: Stage, sandbox: str) -> str:
+def kubelet_cleanup(stage: Stage, sandbox: str, back: Callable[[], object] = lambda: None) -> str:
     """What the kubelet does with a sandbox it no longer wants; "removed" or "stuck".
 
     StopPodSandbox, then RemovePodSandbox, each retried RETRIES times while it fails (a sandbox
     the runtime no longer lists is done with); removed means gone from the list and its pod
     starts again under the same name, stuck that a call kept failing with the runtime's
-    destroy-network error and the name stays reserved for the stale sandbox."""
+    destroy-network error and the name stays reserved for the stale sandbox. `back` runs between
+    the two: what comes back on the node before the pod is run again (reboot: a daemon)."""
+    removed = _stop_and_remove(stage, sandbox)
+    back()
+    if not removed:
+        reserved = stage.fails(stage.client.run_pod, stage.pod)
+        assert stage.messages.name_reserved in reserved, reserved
+        assert stage.messages.reserved_for.format(holder=sandbox) in reserved, reserved
+        return "stuck"
+    assert not stage.listed(sandbox), stage.client.list_pods()
+    fresh = run_ready(stage)
+    assert fresh != sandbox
+    return "removed"
+
+
+def _stop_and_remove(stage: Stage, sandbox: str) -> bool:
+    """Stop, then Remove, each retried while it fails; False when one kept failing."""
     for call in (stage.client.stop_pod, stage.client.remove_pod):
         for _ in range(RETRIES):
             if not stage.listed(sandbox):
@@ -108,14 +124,8 @@ def kubelet_cleanup(stage: Stage, sandbox: str) -> str:
                 stage.evidence.append(details(exc))
         else:
             assert stage.messages.destroy_failed in stage.evidence[-1], stage.evidence
-            reserved = stage.fails(stage.client.run_pod, stage.pod)
-            assert stage.messages.name_reserved in reserved, reserved
-            assert stage.messages.reserved_for.format(holder=sandbox) in reserved, reserved
-            return "stuck"
-    assert not stage.listed(sandbox), stage.client.list_pods()
-    fresh = run_ready(stage)
-    assert fresh != sandbox
-    return "removed"
+            return False
+    return True
 
 
 # --- the scenarios -------------------------------------------------------------------------------
@@ -145,11 +155,28 @@ def kill_mid_add(stage: Stage) -> str:
 
 
 def reboot(stage: Stage) -> str:
-    """The node loses power while the delegate's ADD hangs: processes, netns, /run gone."""
-    return _down_mid_add(stage, stage.node.power_off, stage.node.boot)
+    """The node loses power while the delegate's ADD hangs: processes, netns, /run gone.
+
+    What the chain ran in the node (multus thick's daemon) dies with it and, as a DaemonSet's pod
+    that the kubelet starts again after the runtime, comes back only after the kubelet's first
+    Stop and Remove of the stale sandbox: their DELs reach a node without it."""
+
+    def down() -> None:
+        stage.node.power_off()
+        stage.chain.node_down()
+
+    def back() -> None:
+        # (until now the stale sandbox is the only one: every DEL so far is its own)
+        reached = len(stage.chain.calls("DEL"))
+        stage.evidence.append(f"(its DELs that reached the end delegate before the node's "
+                              f"daemons were back: {reached})")
+        stage.chain.node_up(stage.node.enter)
+
+    return _down_mid_add(stage, down, stage.node.boot, back)
 
 
-def _down_mid_add(stage: Stage, down: Callable[[], object], up: Callable[[], object]) -> str:
+def _down_mid_add(stage: Stage, down: Callable[[], object], up: Callable[[], object],
+                  back: Callable[[], object] = lambda: None) -> str:
     stage.apply(HANG_ADD)
     pending = stage.client.run_pod_future(stage.pod)
     stale = stage.first_add()
@@ -159,11 +186,11 @@ def _down_mid_add(stage: Stage, down: Callable[[], object], up: Callable[[], obj
     up()
     stage.client.reconnect()
     stage.net.wait_loaded(stage.client)
-    return _stale_outcome(stage, stale)
+    return _stale_outcome(stage, stale, back)
 
 
-def _stale_outcome(stage: Stage, stale: str) -> str:
-    outcome = kubelet_cleanup(stage, stale)
+def _stale_outcome(stage: Stage, stale: str, back: Callable[[], object] = lambda: None) -> str:
+    outcome = kubelet_cleanup(stage, stale, back)
     if outcome == "stuck":
         _stuck_on(stage, STALE_DEL)
     elif stage.guarded and stage.chain.calls("DEL", stale):

@@ -90,6 +90,11 @@ class Node:
         return self.tmp / "var-lib-cni"
 
     @property
+    def run(self) -> Path:
+        """What /run is inside the node's mount namespace (emptied at power_off)."""
+        return self.tmp / "run"
+
+    @property
     def cgroup_parent(self) -> str:
         return f"/{self.name}"
 
@@ -123,7 +128,7 @@ class Node:
         return path
 
     def start_holder(self) -> None:
-        binds = [str(self.tmp / "run"), "/run", str(self.cni_cache), "/var/lib/cni"]
+        binds = [str(self.run), "/run", str(self.cni_cache), "/var/lib/cni"]
         self.holder = subprocess.Popen(
             ["unshare", "--mount", "--propagation", "private", "--",
              sys.executable, "-I", "-c", HOLDER, *binds],
@@ -229,7 +234,7 @@ class Node:
         self._kill_leftovers()
         self._stop_holder()  # its namespace held every mount: netns, rootfs, /run
         self._remove_cgroups()
-        for volatile in (self.tmp / "run", self.tmp / "runc"):
+        for volatile in (self.run, self.tmp / "runc"):
             shutil.rmtree(volatile)
             volatile.mkdir()
 

@@ -16,7 +16,12 @@ runtimes and with several chains; the matrix's `delegate` names the chain:
   for want of its cache: tests/support/multus.py's header and tests/multus_chain say what it does.)
 - "multus-thick": the real multus-shim and multus-daemon, with the same delegate and API
   (MultusThick; the daemon runs in the node's mount namespace: give it the node's nsenter prefix
-  as `enter`).
+  as `enter`, and the node's /run as `run` for its socket dir).
+
+A node's reboot (tests/e2e_cri/node.py power_off/boot) reaches the chain through node_down and
+node_up: a chain that runs a daemon in the node (multus thick's, a DaemonSet pod on a real node)
+loses it with the node and starts it again once the node's runtime is back; the others do
+nothing.
 
 A scenario asks for a behaviour of the END delegate (the kube-ovn-like one) through Behaviour;
 the chain turns it into its own configs. Everything a chain starts or writes lives under the
@@ -74,6 +79,15 @@ class Chain(Protocol):
 
     def forget(self, container: str) -> None:
         """Drop the end delegate's state for container, as a delegate that lost it would."""
+
+    def node_down(self) -> None:
+        """The node lost power: what the chain ran inside it is gone (the node killed it, and its
+        /run with it); forget it. A chain that runs nothing in the node does nothing."""
+
+    def node_up(self, enter: tuple[str, ...]) -> None:
+        """The node is up again and its runtime answers: start what runs on it as a pod of its
+        own (a DaemonSet's), in its new mount namespace (enter: the argv prefix that enters it).
+        A chain that runs nothing in the node does nothing."""
 
     def stop(self) -> None:
         """Stop what start() started and remove what it made; safe to call twice."""

@@ -62,6 +62,7 @@ CNI_VERSION = "0.3.1"  # kube-ovn's conflist and Cozystack's daemon-config.json
 NODE = "dgmu-node"  # spec.nodeName of the chains' pods and the daemon's MULTUS_NODE_NAME
 KUBE_OVN_CONF = "10-kube-ovn.conflist"  # kube-ovn's name with Cozystack's CNI_CONFIG_PRIORITY 10
 SERVICE_ACCOUNT = "/run/secrets/kubernetes.io/serviceaccount"  # /var/run is /run
+NODE_SOCKET_DIR = "/run/multus"  # the thick DaemonSet's hostPath for the daemon's socket
 
 
 def multus_bin(command: str) -> Path:
@@ -225,6 +226,12 @@ class MultusThin(_Base):
             conf["clusterNetwork"] = str(self.conflist_path)
         return [conf]
 
+    def node_down(self) -> None:
+        """multus thin runs only as the runtime's child: nothing of it outlives a DEL."""
+
+    def node_up(self, enter: tuple[str, ...]) -> None:
+        """Nothing to start: the runtime runs multus thin again for each command."""
+
     def stop(self) -> None:
         self._stop_common()
 
@@ -248,14 +255,27 @@ class MultusThick(_Base):
     """multus-shim run by the runtime, multus-daemon in the node, kube-ovn behind it."""
 
     delegate: str = "multus-thick"
+    # The node's /run as the host sees it, when the node has one of its own (tests/e2e_cri/node.py):
+    # the daemon's socket is then where its DaemonSet puts it, /run/multus in the node, and goes
+    # with the node's /run at a power-off. Without it the socket dir is in the work dir.
+    run: Path | None = None
     daemon: subprocess.Popen[bytes] | None = None
     starts: int = 0
     _out: Any = None
+    _left: tuple[int, int] | None = None  # the conf's (inode, mtime) before the daemon started
 
     @property
     def socket_dir(self) -> Path:
+        """The daemon's socket dir as the host sees it."""
+        if self.run is not None:
+            return self.run / "multus"
         assert self.work is not None
         return self.work / "run-multus"
+
+    @property
+    def node_socket_dir(self) -> str:
+        """The same as the daemon and the shim (both in the node) see it."""
+        return NODE_SOCKET_DIR if self.run is not None else str(self.socket_dir)
 
     @property
     def conf_dir(self) -> Path:
@@ -278,7 +298,7 @@ class MultusThick(_Base):
             "cniVersion": CNI_VERSION, "logLevel": "verbose", "logToStderr": False,
             "logFile": str(self.log), "cniConfigDir": str(self.conf_dir),
             "multusAutoconfigDir": str(self.conflist_path.parent), "multusConfigFile": "auto",
-            "socketDir": str(self.socket_dir), "daemonSocketDir": str(self.socket_dir),
+            "socketDir": self.node_socket_dir, "daemonSocketDir": self.node_socket_dir,
             "binDir": str(bin_dir),
         }
         (work / "daemon-config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
@@ -290,6 +310,9 @@ class MultusThick(_Base):
                "MULTUS_NODE_NAME": self.node}
         env |= self.api.service_account(self.work / "serviceaccount")
         self.starts += 1
+        # A daemon killed with its node leaves its 00-multus.conf behind (it removes it only on
+        # a clean exit): ready means written by this start.
+        self._left = file_stamp(self.conf_dir / "00-multus.conf")
         self._out = (self.work / "multus-daemon.out").open("ab")
         self.daemon = subprocess.Popen(
             [*self.enter, sys.executable, "-I", "-c", LAUNCHER, os.readlink("/proc/self/ns/mnt"),
@@ -308,7 +331,8 @@ class MultusThick(_Base):
         if self.daemon.poll() is not None:
             raise RuntimeError(f"multus-daemon exited with {self.daemon.returncode}:\n"
                                f"{self.log_tail()}")
-        return (self.conf_dir / "00-multus.conf").exists() and \
+        conf = file_stamp(self.conf_dir / "00-multus.conf")
+        return conf is not None and conf != self._left and \
             (self.socket_dir / "multus.sock").exists()
 
     def log_tail(self, lines: int = 30) -> str:
@@ -337,6 +361,27 @@ class MultusThick(_Base):
         if self._out is not None:
             self._out.close()
             self._out = None
+
+    def node_down(self) -> None:
+        """The node killed the daemon with everything it ran (its socket dir went with the node's
+        /run when `run` is given); reap it."""
+        if self.daemon is None:
+            return
+        try:
+            self.daemon.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("multus-daemon outlived its node's power-off: it does not run "
+                                 "in the node") from None
+        self.daemon = None
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+    def node_up(self, enter: tuple[str, ...]) -> None:
+        """The DaemonSet's pod back on the rebooted node: the daemon started in its new mount
+        namespace, ready once it has written its conf again."""
+        self.enter = enter
+        self.start_daemon()
 
     def restart(self) -> None:
         """Stop and start the daemon (its informers list the API again when it comes back)."""
@@ -368,3 +413,11 @@ class MultusThick(_Base):
         self.stop_daemon()
         self._stop_common()
 
+
+def file_stamp(path: Path) -> tuple[int, int] | None:
+    """A file's (inode, mtime in ns): a rewrite in place or by rename changes it."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns

@@ -82,6 +82,12 @@ class FakeStateful:
         for state in self.state_dir.glob(f"{container}:*"):
             state.unlink()
 
+    def node_down(self) -> None:
+        """Nothing of this chain runs in the node."""
+
+    def node_up(self, enter: tuple[str, ...]) -> None:
+        """Nothing of this chain runs in the node."""
+
     def stop(self) -> None:
         if self.work is None:
             return

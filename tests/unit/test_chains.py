@@ -1,22 +1,26 @@
-"""The multus chains implement tests/support/chains.Chain (mypy does not read tests/, so this
+"""The chains implement tests/support/chains.Chain (mypy does not read tests/, so this
 does): every member the protocol declares, with the protocol's parameters, and the matrix's
-delegate names."""
+delegate names; where multus thick's daemon puts its socket, and what counts as it being ready."""
 
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import pytest
 
-from tests.support import chains, matrix, matrix_readme
+from tests.support import chains, matrix, matrix_readme, multus
 from tests.support.multus import MultusThick, MultusThin, Thin
+from tests.support.stateful_chain import FakeStateful
 
 MEMBERS = [n for n, v in vars(chains.Chain).items() if inspect.isfunction(v) and n[0] != "_"]
 
 
-@pytest.mark.parametrize("cls", [MultusThin, MultusThick], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [MultusThin, MultusThick, FakeStateful],
+                         ids=lambda c: c.__name__)
 def test_chain_protocol(cls: type) -> None:
-    assert set(MEMBERS) == {"start", "plugins", "pod_exists", "calls", "forget", "stop"}
+    assert set(MEMBERS) == {"start", "plugins", "pod_exists", "calls", "forget", "node_down",
+                            "node_up", "stop"}
     for name in MEMBERS:
         want = list(inspect.signature(getattr(chains.Chain, name)).parameters)
         have = list(inspect.signature(getattr(cls, name)).parameters)
@@ -52,3 +56,27 @@ def test_every_case_of_the_matrix_has_its_expected_outcome() -> None:
     # a row for a case the matrix does not run would be a claim nothing measures
     ran = set(matrix_chains.cases())
     assert {(c, s) for _, c, s in expected.BY_CHAIN} <= ran
+
+
+def test_thick_daemon_socket_in_the_nodes_run(tmp_path: Path) -> None:
+    """Given the node's /run, the daemon's socket is where its DaemonSet puts it (gone with the
+    node's /run at a reboot); without it, in the chain's work dir."""
+    in_node = MultusThick(run=tmp_path / "run")
+    assert in_node.socket_dir == tmp_path / "run" / "multus"
+    assert in_node.node_socket_dir == "/run/multus"
+    own = MultusThick(work=tmp_path / "chain")
+    assert own.socket_dir == tmp_path / "chain" / "run-multus"
+    assert own.node_socket_dir == str(own.socket_dir)
+
+
+def test_a_conf_left_by_a_killed_daemon_is_not_a_new_one(tmp_path: Path) -> None:
+    """A daemon killed with its node leaves 00-multus.conf; readiness waits for a rewrite."""
+    conf = tmp_path / "00-multus.conf"
+    assert multus.file_stamp(conf) is None
+    conf.write_text("{}", encoding="utf-8")
+    left = multus.file_stamp(conf)
+    assert left is not None and multus.file_stamp(conf) == left
+    tmp = tmp_path / "00-multus.conf.new"
+    tmp.write_text("{}", encoding="utf-8")
+    tmp.rename(conf)  # a rewrite by rename, even of the same bytes
+    assert multus.file_stamp(conf) != left
