@@ -63,13 +63,20 @@ def guarded(node: Node, proc: WatchProc, conf: Path, what: str) -> float:
     return time.monotonic() - start
 
 
-def test_k3s_release_dir_upgrade_gets_the_guard_in_the_new_release(fake_node, watcher):
-    node = fake_node
-    node.bin_dir(f"{K3S_DATA}/8e61313beb4e/bin")
-    node.link(f"{K3S_DATA}/current", f"{K3S_DATA}/8e61313beb4e")
+def guarded_k3s_release(node: Node, watcher: Callable[[], WatchProc],
+                        release: str) -> tuple[Path, WatchProc]:
+    """A k3s node running release `release` (data/<hash>/bin), guarded by a watcher."""
+    node.bin_dir(f"{K3S_DATA}/{release}/bin")
+    node.link(f"{K3S_DATA}/current", f"{K3S_DATA}/{release}")
     conf = node.conf(K3S_CONF)
     w = watcher()
     guarded(node, w, conf, "guarded at start")
+    return conf, w
+
+
+def test_k3s_release_dir_upgrade_gets_the_guard_in_the_new_release(fake_node, watcher):
+    node = fake_node
+    conf, w = guarded_k3s_release(node, watcher, "8e61313beb4e")
 
     node.bin_dir(f"{K3S_DATA}/a1b2c3d4e5f6/bin")  # the new release, unpacked by k3s
     node.link(f"{K3S_DATA}/current", f"{K3S_DATA}/a1b2c3d4e5f6")
@@ -83,11 +90,7 @@ def test_k3s_release_dir_upgrade_gets_the_guard_in_the_new_release(fake_node, wa
 
 def test_k3s_moving_to_data_cni_gets_the_guard_there(fake_node, watcher):
     node = fake_node
-    node.bin_dir(f"{K3S_DATA}/8e61313beb4e/bin")
-    node.link(f"{K3S_DATA}/current", f"{K3S_DATA}/8e61313beb4e")
-    conf = node.conf(K3S_CONF)
-    w = watcher()
-    guarded(node, w, conf, "guarded at start")
+    conf, w = guarded_k3s_release(node, watcher, "8e61313beb4e")
 
     tmp = node.bin_dir(f"{K3S_DATA}/.cni-unpack")
     os.rename(tmp, node.path(f"{K3S_DATA}/cni"))  # the October 2024 release's fixed bin dir
