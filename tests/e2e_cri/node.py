@@ -103,7 +103,7 @@ class Node:
         return self.tmp / "logs" / "runtime.log"
 
     def paths(self) -> Paths:
-        return Paths(tmp=self.tmp, socket=self.socket, state=self.tmp / "run" / "rt-state",
+        return Paths(tmp=self.tmp, socket=self.socket, state=self.run / "rt-state",
                      cni_bin=self.cni_bin, cni_conf=self.cni_conf, image=pause_image.IMAGE_REF,
                      snapshotter=self.snapshotter)
 

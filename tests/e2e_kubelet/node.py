@@ -135,7 +135,7 @@ class Node(base.Node):
         return self.tmp / "var-log"
 
     def binds(self) -> list[tuple[Path, str]]:
-        pairs = [(self.tmp / "run", "/run"), (self.cni_cache, "/var/lib/cni"),
+        pairs = [(self.run, "/run"), (self.cni_cache, "/var/lib/cni"),
                  (self.cni_conf, CNI_CONF), (self.cni_bin, CNI_BIN), (self.var_log, "/var/log"),
                  (self.tmp / "var-lib-kubelet", "/var/lib/kubelet"),
                  (self.tmp / "runtime.conf", RUNTIME_CONFIG)]
@@ -203,9 +203,8 @@ class Node(base.Node):
             self._close_log()
         self._kill_leftovers()
         self._stop_holder()
-        run = self.tmp / "run"
-        shutil.rmtree(run)
-        run.mkdir()
+        shutil.rmtree(self.run)
+        self.run.mkdir()
         self._remove_cgroups()
 
     def _remove_bridges(self) -> None:

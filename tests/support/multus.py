@@ -357,6 +357,10 @@ class MultusThick(_Base):
             except subprocess.TimeoutExpired:
                 self.daemon.kill()
                 self.daemon.wait(timeout=30)
+        self._forget_daemon()
+
+    def _forget_daemon(self) -> None:
+        """The daemon has exited and been waited for: drop it and close its output."""
         self.daemon = None
         if self._out is not None:
             self._out.close()
@@ -372,10 +376,7 @@ class MultusThick(_Base):
         except subprocess.TimeoutExpired:
             raise AssertionError("multus-daemon outlived its node's power-off: it does not run "
                                  "in the node") from None
-        self.daemon = None
-        if self._out is not None:
-            self._out.close()
-            self._out = None
+        self._forget_daemon()
 
     def node_up(self, enter: tuple[str, ...]) -> None:
         """The DaemonSet's pod back on the rebooted node: the daemon started in its new mount
