@@ -26,6 +26,7 @@ COPY packaging/constraints.txt packaging/
 COPY tools/build.sh tools/
 RUN python3 -m venv /venv && PYTHON=/venv/bin/python tools/build.sh --pins-only
 COPY packaging packaging/
+COPY LICENSE ./
 COPY cni_delguard cni_delguard/
 COPY installer/smoke-test.sh installer/
 # The project's build, with this stage's Debian python3.11 as the build root (tools/build.sh

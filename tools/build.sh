@@ -52,7 +52,7 @@ host_arch=$(dpkg --print-architecture)
 ROOT_PACKAGES=(python3.11 python3.11-venv libpython3.11 binutils gcc libc6-dev
     containernetworking-plugins)
 # What goes into a build: its cache key digests these (git ls-files: tracked and untracked).
-INPUTS=(pyproject.toml cni_delguard packaging tools/build.sh tools/make-root.sh)
+INPUTS=(pyproject.toml LICENSE cni_delguard packaging tools/build.sh tools/make-root.sh)
 # Without git, what .gitignore keeps out of INPUTS (its patterns that can match there).
 EXCLUDED=(__pycache__ '*.pyc' '*.egg-info')
 

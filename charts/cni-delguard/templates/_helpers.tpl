@@ -33,12 +33,14 @@ own and the extra ones passed. Call with (dict "top" $ "file" NAME "labels" MAP 
 {{/* The root the container sees the host's / at (the installer's and the probe's --root). */}}
 {{- define "cni-delguard.root" -}}/host{{- end }}
 
-{{/* repository:tag, or repository@digest. */}}
+{{/* repository:tag, or repository@digest. The repository has no default: the image is the one
+the user built and pushed (tools/build-image.sh), and a render without it fails here, by name. */}}
 {{- define "cni-delguard.image" -}}
+{{- $repository := required "image.repository is not set: build and push the image (tools/build-image.sh, docs/install.md) where your nodes pull from, then pass --set image.repository=REGISTRY/cni-delguard" .Values.image.repository -}}
 {{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{ $repository }}@{{ .Values.image.digest }}
 {{- else -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ $repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 {{- end }}
 
