@@ -136,7 +136,7 @@ def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     """Every subcommand registers itself from its own module (the tools' floors)."""
     from cni_delguard import buildinfo
     from cni_delguard.node import cli as node_cli
-    from cni_delguard.ops import doctor, listing, release, stats
+    from cni_delguard.ops import assess, doctor, listing, release, stats
     from cni_delguard.tooling import Parser
 
     parser = Parser(prog="cni-delguard", description=DESCRIPTION, out=out, err=err)
@@ -145,8 +145,9 @@ def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     stats.register(sub)
     listing.register(sub)
     doctor.register(sub)
+    assess.register(sub)
     release.register(sub)
-    node_cli.register(sub, metrics=_watcher_feed)
+    node_cli.register(sub, metrics=_watcher_feed, assess=_assess_summary)
     version = sub.add_parser("version", help="print the version and exit")
     version.set_defaults(run=lambda _args, o, _e: _print_version(o))
     return parser
@@ -158,6 +159,14 @@ def _watcher_feed(plan: Plan) -> Feed:
     from cni_delguard.ops.feed import WatcherFeed
 
     return WatcherFeed(plan)
+
+
+def _assess_summary(root: str, layout: str) -> str:
+    """What `install --watch` logs at start: ops/'s assess (floor 4) for node/'s installer
+    (floor 3), which cannot import it. Imported only when an installer starts."""
+    from cni_delguard.ops.assess import summary_line
+
+    return summary_line(root, layout)
 
 
 def _print_version(out: TextIO) -> int:

@@ -47,6 +47,10 @@ from cni_delguard.node import fsops
 from cni_delguard.node.errors import BundleRefusedError
 from cni_delguard.state import fsutil
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+
 LINK_NAME = "cni-delguard"
 PREFIX = ".cni-delguard-"
 MANIFEST = ".delguard-manifest.json"
@@ -197,15 +201,7 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
         return None, f"{path} is not under the node's root {root}"
     where = "" if on_node == path else f" with {root} as /"
     try:
-        r = subprocess.run(
-            [on_node],
-            env={**runtime_environment(root), "CNI_COMMAND": "VERSION"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=_PROBE_TIMEOUT,
-            check=False,
-            preexec_fn=None if on_node == path else lambda: _enter(root),
-        )
+        r = run_on_node(path, [], root, {**runtime_environment(root), "CNI_COMMAND": "VERSION"})
     except subprocess.TimeoutExpired:
         return None, f"{on_node} does not answer VERSION{where} within {_PROBE_TIMEOUT:.0f} s"
     except OSError as exc:
@@ -223,6 +219,30 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
         said = _one_line(r.stderr) or _one_line(r.stdout)
         return None, f"{on_node} does not answer VERSION{where} (exit {r.returncode}): {said}"
     return versions, ""
+
+
+def run_on_node(
+    path: str, args: list[str], root: str, env: dict[str, str], timeout: float = _PROBE_TIMEOUT
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `path` (as seen from here, under `root`) with `args`, as the node runs it: chrooted
+    into `root` (unless it is /), no shell, stdin empty, the environment `env` alone, output
+    captured, killed after `timeout` (subprocess.TimeoutExpired). OSError when it cannot be
+    executed; exit status 125 with "cannot chroot" on stderr when the root cannot be entered.
+    ValueError for a path not under the root."""
+    import subprocess
+
+    on_node = node_path(root, path)
+    if on_node is None:
+        raise ValueError(f"{path} is not under the node's root {root}")
+    return subprocess.run(
+        [on_node, *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+        preexec_fn=None if on_node == path else lambda: _enter(root),
+    )
 
 
 # The processes that exec CNI plugins, by their comm: a plugin inherits their environment.
