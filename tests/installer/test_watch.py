@@ -113,15 +113,15 @@ def test_watch_unchanged_conf_is_not_rewritten(node, bundles):
     assert (os.stat(path).st_ino, os.stat(path).st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
 
 
-def test_watch_command_stops_cleanly_on_sigterm(node, bundles, tmp_path):
+def watch_until_wrapped(node, bundles, tmp_path, *python: str) -> str:
+    """`install --watch` run by `python ARGS` until it has wrapped the conf, then SIGTERM; it
+    must exit 0. Its output (the container log)."""
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
-    code = "import sys; from cni_delguard.node.cli import main; sys.exit(main(sys.argv[1:]))"
     args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--watch-interval", "0.05")
     log = tmp_path / "watch.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", code, "install", *args], stdout=out, stderr=subprocess.STDOUT
-        )
+        proc = subprocess.Popen([sys.executable, *python, "install", *args], stdout=out,
+                                stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: wrapped(path), "the conf wrapped", 60, detail=log.read_text)
         proc.send_signal(signal.SIGTERM)
@@ -129,7 +129,13 @@ def test_watch_command_stops_cleanly_on_sigterm(node, bundles, tmp_path):
     finally:
         proc.kill()
         proc.wait()
-    assert "watch: stopped" in log.read_text()  # the long-running mode logs to stdout
+    return log.read_text()
+
+
+def test_watch_command_stops_cleanly_on_sigterm(node, bundles, tmp_path):
+    code = "import sys; from cni_delguard.node.cli import main; sys.exit(main(sys.argv[1:]))"
+    log = watch_until_wrapped(node, bundles, tmp_path, "-c", code)
+    assert "watch: stopped" in log  # the long-running mode logs to stdout
     assert (node.bin / "cni-delguard").exists()
 
 
@@ -412,3 +418,17 @@ def test_watch_unwraps_when_the_new_bin_dir_cannot_take_the_bundle(node, bundles
     assert any("cannot install into" in line and "unwrapping" in line for line in w.log), w.log
     # said once while it kept failing (every poll would flood the pod's log)
     assert sum("cannot install into" in line for line in w.log) == 1, w.log
+
+
+def test_the_watcher_logs_what_assess_says_once_at_start(node, bundles, tmp_path):
+    """`install --watch` (the whole command line, as the DaemonSet runs it) says at start what
+    `cni-delguard assess` says of the node: one line, the same summary."""
+    from cni_delguard.ops import assess
+
+    node.write_conf("00-multus.conf", MULTUS_CONF)
+    said = assess.examine(str(node.root)).summary()
+    log = watch_until_wrapped(node, bundles, tmp_path, "-m", "cni_delguard")
+    lines = [line for line in log.splitlines() if " cni-delguard: assess: " in line]
+    assert len(lines) == 1, log
+    assert lines[0].endswith(f"cni-delguard: assess: {said}")
+    assert "multus thin, its network inline" in said
