@@ -104,6 +104,13 @@ def test_a_page_without_its_markers_is_refused(page: str) -> None:
         render.split(page, render.README)
 
 
+def test_a_begin_marker_may_carry_a_note() -> None:
+    page = "a\n<!-- fixes:begin (rendered by tools/render-matrix.py) -->\nold\n<!-- fixes:end -->\n"
+    before, between, after = render.split(page, render.README)
+    assert before == "a\n<!-- fixes:begin (rendered by tools/render-matrix.py) -->"
+    assert (between, after) == ("\nold\n", "<!-- fixes:end -->\n")
+
+
 def test_rewrite_keeps_what_is_around_the_markers_and_diff_sees_a_change() -> None:
     page = "# Title\nprose\n<!-- matrix:begin -->\nold table\n<!-- matrix:end -->\nafter\n"
     data = m(row("cri-o", "1.36.3", "fake-stateful", "reboot", False, "removed"))

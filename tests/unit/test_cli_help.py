@@ -7,8 +7,6 @@ import argparse
 import io
 from collections.abc import Iterator
 
-import pytest
-
 from cni_delguard import cli
 
 
@@ -20,8 +18,7 @@ def commands(top: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.Argum
     yield "cni-delguard", top
     for action in top._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield name, sub
+            yield from action.choices.items()
 
 
 def options(p: argparse.ArgumentParser) -> list[argparse.Action]:

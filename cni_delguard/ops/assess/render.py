@@ -120,14 +120,21 @@ def chain_tables(m: matrix.Matrix) -> str:
 @dataclass(frozen=True)
 class Target:
     page: str  # relative to the repository
-    begin: str
-    end: str
+    name: str  # the markers are <!-- NAME:begin ... --> and <!-- NAME:end -->
     render: Callable[[matrix.Matrix], str]
 
+    @property
+    def begin(self) -> str:
+        """The begin marker's start: a note may follow before its `-->`."""
+        return f"<!-- {self.name}:begin"
 
-README = Target("README.md", "<!-- fixes:begin -->", "<!-- fixes:end -->", fixes)
-COMPATIBILITY = Target("docs/compatibility.md", "<!-- matrix:begin -->", "<!-- matrix:end -->",
-                       chain_tables)
+    @property
+    def end(self) -> str:
+        return f"<!-- {self.name}:end -->"
+
+
+README = Target("README.md", "fixes", fixes)
+COMPATIBILITY = Target("docs/compatibility.md", "matrix", chain_tables)
 TARGETS = (README, COMPATIBILITY)
 
 
@@ -136,12 +143,15 @@ class MarkersError(ValueError):
 
 
 def split(page: str, target: Target) -> tuple[str, str, str]:
-    """The page as (up to and with BEGIN, between, from END on)."""
+    """The page as (up to and with the begin marker, between, from the end marker on)."""
     if page.count(target.begin) != 1 or page.count(target.end) != 1:
-        raise MarkersError(f"{target.page}: needs one {target.begin!r} and one {target.end!r}")
-    start, end = page.index(target.begin) + len(target.begin), page.index(target.end)
-    if end < start:
-        raise MarkersError(f"{target.page}: {target.end!r} comes before {target.begin!r}")
+        raise MarkersError(f"{target.page}: needs one {target.begin} ... --> and one "
+                           f"{target.end}")
+    opened = page.index(target.begin)
+    closed = page.find("-->", opened)
+    start, end = closed + len("-->"), page.index(target.end)
+    if closed < 0 or end < start:
+        raise MarkersError(f"{target.page}: {target.end} comes before {target.begin} ... -->")
     return page[:start], page[start:end], page[end:]
 
 
