@@ -101,8 +101,8 @@ class Limits:
 
 @dataclass
 class Counts:
-    """What the watcher did, for its metrics (ops/feed.py reads them from another thread: each
-    is an int that only this loop writes)."""
+    """What the watcher did, for its metrics (monitoring/feed.py reads them from another thread:
+    each is an int that only this loop writes)."""
 
     rewraps: int = 0  # the conf wrapped (at start, and after another writer changed it)
     repairs: int = 0  # a damaged or missing bundle copied in again

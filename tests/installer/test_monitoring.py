@@ -25,8 +25,7 @@ import pytest
 import yaml
 
 from cni_delguard.cli import build_parser
-from cni_delguard.node import endpoint
-from cni_delguard.ops import series
+from cni_delguard.monitoring import endpoint, series
 from tests.support.kustomize import kubectl, render, render_all
 
 from .test_manifests import VERSIONS, pod

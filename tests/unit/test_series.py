@@ -1,5 +1,5 @@
-"""The series registry (ops/series.py) stays the one truth: every decision the guard logs has its
-label value, README lists every series and every alert, the metrics' idea of a deadlock break is
+"""The series registry (monitoring/series.py) stays the one truth: every decision the guard logs has
+its label value, README lists every series and every alert, the metrics' idea of a deadlock break is
 `stats`' idea, and prometheus-client stays off the plugin's exec path and the `ready` probe."""
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cni_delguard.ops import counts, series, stats
-from cni_delguard.ops.counts import DecisionCounts
+from cni_delguard.guard import decide
+from cni_delguard.monitoring import series
+from cni_delguard.monitoring.counts import DecisionCounts
+from cni_delguard.ops import stats
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS_DIR = REPO / "cni_delguard" / "commands"
@@ -69,7 +71,7 @@ def test_a_deadlock_break_means_the_same_to_stats_and_to_the_metrics():
     for rec in records:
         tally.add(rec)
         folded.add(rec)
-    assert folded.breaks == len(tally.breaks) == len(counts.BREAKS)
+    assert folded.breaks == len(tally.breaks) == len(decide.BREAKS)
 
 
 def test_names_are_unique_and_prefixed_and_counters_end_in_total():
