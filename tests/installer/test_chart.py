@@ -27,7 +27,8 @@ import yaml
 
 from cni_delguard import __version__
 from cni_delguard.cli import build_parser
-from cni_delguard.node import endpoint, layouts
+from cni_delguard.monitoring import endpoint
+from cni_delguard.node import layouts
 from tests.support.helm import CHART, by_kind
 from tests.support.kustomize import render_all
 from tests.support.objdiff import HELM_LABELS, diff, diff_objects, key

@@ -134,9 +134,13 @@ def test_a_peer_that_hangs_up_is_an_error(tmp_path: Path) -> None:
     listener.listen(4)
 
     def hang_up() -> None:
-        """Read all the client sent (a close with unread data would be a reset), then close."""
-        for _ in range(2):
-            conn, _ = listener.accept()
+        """Each connection: read all the client sent (a close with unread data would be a
+        reset), then close it; until the listener is shut down."""
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # shut down: the test is over
+                return
             conn.settimeout(0.5)
             try:
                 while conn.recv(65536):
@@ -151,8 +155,10 @@ def test_a_peer_that_hangs_up_is_an_error(tmp_path: Path) -> None:
         with pytest.raises(cri.CriError, match="closed the connection"):
             cri.version(str(path), timeout=5)
     finally:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept
         thread.join(10)
         listener.close()
+    assert not thread.is_alive()
 
 
 @pytest.mark.parametrize(

@@ -61,13 +61,14 @@ def test_the_fixes_table_cell_is_the_verdict_and_an_unmeasured_cell_says_so() ->
             row("containerd", "1.6.20~ds1", "fake-stateful", "reboot", True, "removed", kept=0)]
     table = render.fixes(m(*rows))
     lines = table.splitlines()
-    before = next(line for line in lines if line.startswith("| containerd < 1.6.37"))
+    before = next(line for line in lines if line.startswith("| containerd below 1.6.37"))
     cells = [c.strip() for c in before.strip("|").split("|")]
     want = "<br>".join(verdict.lines(verdict.verdict(rows, ranges.RANGES[0], "fake-stateful")))
-    assert cells[-1] == want
+    assert cells[-1] == want.replace("→ freed", "→ **freed**")
+    assert cells[-1].startswith("stuck → **freed**: reboot<br>")
     assert cells[1:-1] == ["not measured"] * 3  # the multus chains ran nowhere
-    after = next(line for line in lines if line.startswith("| containerd ≥"))
-    assert after.count("not measured") == 4
+    after = next(line for line in lines if line.startswith("| containerd 1.6.37+"))
+    assert after.count("not measured") == 5  # the row head too: no version of it ran
 
 
 def test_optional_columns_only_with_their_rows() -> None:

@@ -36,13 +36,14 @@ class Measured:
 
 MEASURED: dict[str, Measured] = {m.delegate: m for m in (
     Measured("multus-thin", "multus thin, delegate inline", "v4.3.0"),
-    Measured("multus-thin-path", "multus thin, delegate by path", "v4.3.0"),
-    Measured("multus-thick", "multus thick (`multusConfigFile: auto`)", "v4.3.0"),
+    Measured("multus-thin-path", "multus thin, delegate by path (`clusterNetwork`)",
+             "v4.3.0"),
+    Measured("multus-thick", "multus thick", "v4.3.0"),
     Measured("multus-thick-auto", "multus thick, auto mode, before real kube-ovn", "v4.3.0",
              optional=True),
     Measured("multus-thick-auto-v4.2.3", "multus v4.2.3 thick, auto mode, before real kube-ovn",
              "v4.2.3", optional=True),
-    Measured("fake-stateful", "a plain delegate that fails DEL without state", None,
+    Measured("fake-stateful", "a delegate that fails DEL once it holds no state", None,
              stand_in=True),
 )}
 

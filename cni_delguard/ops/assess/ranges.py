@@ -25,6 +25,7 @@ class Range:
     runtime: str  # the matrix's runtime name
     label: str  # as a table's row says it
     spans: tuple[tuple[Version, Version | None], ...]
+    why: str = ""  # what sets it apart, from the upstream source (assess says it)
 
     def holds(self, runtime: str, version: str) -> bool:
         number = parse(version)
@@ -35,11 +36,12 @@ class Range:
 
 RANGES: tuple[Range, ...] = (
     Range("containerd-before-boundary", "containerd",
-          "containerd < 1.6.37, 1.7.0 to 1.7.22 (stale sandboxes still go through DEL)",
-          (((0, 0, 0), (1, 6, 37)), ((1, 7, 0), (1, 7, 23)))),
-    Range("containerd-after-boundary", "containerd",
-          "containerd ≥ 1.6.37, ≥ 1.7.23, 2.x (no DEL for a sandbox whose ADD never completed)",
-          (((1, 6, 37), (1, 7, 0)), ((1, 7, 23), None))),
+          "containerd below 1.6.37, 1.7.0 to 1.7.22",
+          (((0, 0, 0), (1, 6, 37)), ((1, 7, 0), (1, 7, 23))),
+          "every stale sandbox still goes through DEL"),
+    Range("containerd-after-boundary", "containerd", "containerd 1.6.37+, 1.7.23+, 2.x",
+          (((1, 6, 37), (1, 7, 0)), ((1, 7, 23), None)),
+          "no DEL for a sandbox whose ADD never completed"),
     Range("cri-o", "cri-o", "CRI-O", (((0, 0, 0), None),)),
 )
 BY_NAME = {r.name: r for r in RANGES}

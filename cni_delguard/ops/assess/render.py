@@ -53,7 +53,9 @@ def columns(m: matrix.Matrix) -> list[chains.Measured]:
 
 
 def _markdown(line: str) -> str:
-    line = line.replace("|", "\\|")
+    """A verdict line in a table cell: what the guard changes for the better or the worse is
+    bold."""
+    line = line.replace("|", "\\|").replace("→ freed", "→ **freed**")
     if line.startswith(verdict.WORSE_MARK):
         return f"**{line}**"
     return line
@@ -61,14 +63,21 @@ def _markdown(line: str) -> str:
 
 def fixes(m: matrix.Matrix) -> str:
     cols = columns(m)
-    head = ["runtime", *(c.label for c in cols)]
+    head = ["your node", *(c.label for c in cols)]
     out = [provenance(m), "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for where in ranges.RANGES:
         cells = ["<br>".join(_markdown(line) for line in
                              verdict.lines(verdict.verdict(m.rows, where, c.delegate)))
                  for c in cols]
-        out.append("| " + " | ".join([where.label, *cells]) + " |")
+        out.append("| " + " | ".join([_row_head(m, where), *cells]) + " |")
     return "\n".join(out) + "\n"
+
+
+def _row_head(m: matrix.Matrix, where: ranges.Range) -> str:
+    """The range, and every version of it the matrix ran (each cell says its own)."""
+    versions = sorted({r.version for r in m.rows if where.holds(r.runtime, r.version)},
+                      key=lambda v: (ranges.sort_key(v), v))
+    return f"{where.label} ({'measured: ' + ', '.join(versions) if versions else 'not measured'})"
 
 
 # --- docs/compatibility.md: every chain's table ------------------------------------------------

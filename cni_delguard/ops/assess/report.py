@@ -134,7 +134,9 @@ def text(a: Assessment, root: str, layout: str, conf_dir: str) -> list[str]:
         lines.append("runtime:  not found (" + "; ".join(f.tried or ["no source"]) + ")")
     else:
         lines.append(f"runtime:  {_runtime_text(a)}, from {rt.source}")
-    lines.append(f"range:    {a.range.label if a.range else 'none'}")
+    where = a.range
+    about = "none" if where is None else where.label + (f" ({where.why})" if where.why else "")
+    lines.append(f"range:    {about}")
     if f.conf_path is None:
         lines.append("conf:     none found")
     else:

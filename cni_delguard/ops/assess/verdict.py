@@ -146,44 +146,35 @@ def disagreement(scenario: Scenario) -> str:
 
 
 def lines(v: Verdict) -> list[str]:
-    """The verdict in short lines, most important first: what sticks without the guard, what
-    it frees, what stays stuck (and what frees that), what else changes, where versions
-    disagree, the versions it rests on. The cell of README's table and assess's text."""
+    """The verdict in short lines, most important first: what the guard frees, what stays stuck
+    either way (and whether the release valve frees it), what else changes, where versions
+    disagree, the DELs it keeps from the delegate, the versions it rests on. The cell of
+    README's table and assess's text (plain: a page adds its own emphasis)."""
     if not v.measured:
         return ["not measured"]
     out = []
-    stuck = v.stuck_without
-    out.append(f"stuck without: {', '.join(stuck)}" if stuck else "nothing stuck without it")
-    freed = v.named(FREED)
-    if freed:
-        out.append(f"frees: {', '.join(freed)}")
-    elif stuck:
-        out.append("frees none of these")
-    held = v.named(STUCK)
-    if held:
-        out.append(f"stuck with it too: {', '.join(held)}")
-    released = v.named(RELEASE)
-    if released:
-        out.append(f"freed by `cni-delguard release`: {', '.join(released)}")
-    worse = v.named(WORSE)
-    if worse:
-        out.append(f"{WORSE_MARK}: {', '.join(worse)}")
+    for effect_, said in ((FREED, "stuck → freed"), (STUCK, "stuck either way"),
+                          (RELEASE, "stuck → freed by `cni-delguard release`"),
+                          (WORSE, WORSE_MARK)):
+        names = v.named(effect_)
+        if names:
+            out.append(f"{said}: {', '.join(names)}")
     changed = [s for s in v.scenarios if s.effect == CHANGED]
     if changed:
         out.append("changes: " + ", ".join(f"{s.name} ({pair_text(s.pairs[0])})"
                                            for s in changed))
-    kept = v.kept
-    if kept is None:
-        out.append("DELs kept from the delegate: not counted")
-    elif kept:
-        out.append(f"keeps DELs from the delegate in: {', '.join(kept)}")
-    else:
-        out.append("keeps no DEL from the delegate")
     odd = [s for s in v.scenarios if s.effect == DISAGREE]
     if odd:
         out.append("versions disagree: " + ", ".join(disagreement(s) for s in odd))
+    if not v.stuck_without and not v.named(WORSE, DISAGREE):
+        out.append("nothing stuck, with or without")
+    kept = v.kept
+    if kept is None:
+        out.append("DELs kept from the delegate: not counted")
+    else:
+        out.append(f"DELs kept from the delegate: {'in ' + ', '.join(kept) if kept else 'none'}")
     half = v.named(HALF)
     if half:
         out.append(f"run one way only: {', '.join(half)}")
-    out.append(f"measured on {', '.join(v.versions)}")
+    out.append(f"measured: {', '.join(v.versions)}")
     return out
