@@ -151,6 +151,7 @@ def test_lint_strict_is_clean(helm, values):
                      "at '/prometheus': additional properties 'podmonitor' not allowed",
                      id="key-misspelt"),
         pytest.param("image.digest=latest", "at '/image/digest'", id="digest-not-sha256"),
+        pytest.param("image.repository=a b", "at '/image/repository'", id="repository-spaced"),
         pytest.param("cni.hold=yes", "at '/cni/hold'", id="switch-not-boolean"),
     ],
 )
