@@ -63,4 +63,7 @@ def test_assess_on_a_running_node(node: Node, client: CriClient, chain: Chain,
     got = [(m["chain"], m["stuckWithout"], m["freed"], m["versions"]) for m in doc["measured"]]
     assert got == want
     assert doc["status"] == ("measured" if want else "unmeasured")
-    print(f"\n[assess] {node.runtime.key} {chain.delegate}: {doc['summary']}")
+    text = assess(node)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.rstrip().splitlines()[-1] == f"summary:  {doc['summary']}"
+    print(f"\n[assess] {node.runtime.key} {chain.delegate}:\n{text.stdout}")
