@@ -52,7 +52,8 @@ def found(runtime: Runtime | None, behind: chains.Behind) -> Found:
         pytest.param(Runtime("containerd", "1.6.20~ds1", "CRI"), chains.Behind("bridge"),
                      "measured", True,
                      "stuck without the guard: double-del, completed-del-fails; the guard frees: "
-                     "double-del; stuck with it too: completed-del-fails (cni-delguard release)",
+                     "double-del; stuck with it too: completed-del-fails (the release valve: "
+                     "`cni-delguard release`)",
                      id="plain-1.6"),
         pytest.param(Runtime("containerd", "1.6.20~ds1", "CRI"), THICK, "unmeasured", False,
                      "unmeasured: the matrix has no row of multus-thick, multus-thick-auto, "
@@ -124,3 +125,13 @@ def test_a_node_with_nothing_is_exit_0(tmp_path: Path, output: str) -> None:
         assert json.loads(out)["status"] == "unmeasured"
     else:
         assert "unmeasured" in out and out.rstrip().splitlines()[-1].startswith("summary:")
+
+
+def test_the_summary_says_the_release_valve_was_measured_when_it_was() -> None:
+    m = matrix.Matrix("f" * 40, "2026-05-06", tuple(rows(
+        "fake-stateful", "v2.1.6", ("completed-del-fails", "stuck", "stuck"),
+        ("release", "stuck", "released"))))
+    a = report.assessment(found(Runtime("containerd", "v2.1.6", "CRI"), chains.Behind("bridge")),
+                          m)
+    assert ("stuck with it too: completed-del-fails (`cni-delguard release` frees such a "
+            "sandbox: measured)") in report.summary(a)

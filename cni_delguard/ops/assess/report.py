@@ -115,11 +115,13 @@ def summary(a: Assessment) -> str:
         return f"{head}: unmeasured: {a.why_unmeasured}{tail}"
     v = first.verdict
     stuck, freed = v.stuck_without, v.named(verdict.FREED)
-    held = v.named(verdict.STUCK, verdict.RELEASE, verdict.WORSE)
+    held = v.named(verdict.STUCK, verdict.WORSE)
     said = [f"stuck without the guard: {', '.join(stuck) or 'nothing measured'}",
             f"the guard frees: {', '.join(freed) or 'nothing'}"]
     if held:
-        said.append(f"stuck with it too: {', '.join(held)} (cni-delguard release)")
+        valve = ("`cni-delguard release` frees such a sandbox: measured"
+                 if v.named(verdict.RELEASE) else "the release valve: `cni-delguard release`")
+        said.append(f"stuck with it too: {', '.join(held)} ({valve})")
     if v.kept:
         said.append(f"it keeps DELs from the delegate in: {', '.join(v.kept)}")
     versions = "this version" if first.exact else f"measured on {', '.join(v.versions)}"
