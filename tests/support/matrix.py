@@ -26,7 +26,7 @@ RUNTIMES = ("containerd", "cri-o")
 # multus-thin: kube-ovn inline in multus thin's `delegates`; multus-thin-path: the same conflist
 # named by its path in `clusterNetwork` (tests/support/multus.py Thin)
 DELEGATES = ("fake-stateful", "multus-thin", "multus-thin-path", "multus-thick")
-DRIVERS = ("cri", "kubelet")
+DRIVERS = ("cri", "kubelet", "cluster")
 SCENARIOS = (
     "double-del",  # a pod deleted normally; the delegate forgets its state after a good DEL
     "kill-mid-add",  # the runtime killed while ADD runs
