@@ -37,6 +37,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar, Self
 
 from tests.e2e_cri import node as base
 from tests.e2e_cri.runtimes import Paths, Runtime
@@ -105,11 +106,12 @@ KERNEL_TUNABLES = {
 @dataclass
 class Node(base.Node):
     holder_starts: int = 0
+    prefix: ClassVar[str] = PREFIX  # of the node's temp dir and name (a suite's own)
 
     @classmethod
-    def create_for(cls, runtime: Runtime) -> Node:
+    def create_for(cls, runtime: Runtime) -> Self:
         # Short path: unix socket paths are limited to 108 bytes.
-        tmp = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/tmp"))
+        tmp = Path(tempfile.mkdtemp(prefix=cls.prefix, dir="/tmp"))
         node = cls(tmp=tmp, name=tmp.name.replace("_", "x"), runtime=runtime)
         for sub in ("run", "var-lib-cni", "cni/bin", "cni/net.d", "opt", "runc", "logs",
                     "var-log", "var-lib-kubelet", "sysctl"):
