@@ -213,6 +213,20 @@ def test_unwrapped_conf_missing_plugins_and_unsafe_state_dir(tmp_path):
     assert any("writable by group or others" in f["message"] for f in report["findings"])
 
 
+def test_a_delegate_linked_by_its_absolute_path_is_found_under_the_root(node):
+    """/opt/cni/bin/multus -> /usr/lib/cni/multus, as the node has it: from a pod that sees the
+    node at --root, the link's target is under the root, not in the pod's own /."""
+    real = node.root / "usr/lib/cni"
+    real.mkdir(parents=True)
+    (node.bin / "multus").rename(real / "multus")
+    (node.bin / "multus").symlink_to("/usr/lib/cni/multus")
+    code, report = node.doctor()
+    assert (code, problems(report)) == (0, []), report
+    (real / "multus").unlink()
+    code, report = node.doctor()
+    assert (code, problems(report)) == (1, [("plugins", "multus")])
+
+
 def test_a_guard_that_does_not_run_and_a_conf_that_is_not_json(tmp_path):
     node = FakeNode(tmp_path / "node")
     guard = node.bin / "cni-delguard"
