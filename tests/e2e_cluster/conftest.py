@@ -64,7 +64,7 @@ def cluster_shared() -> Iterator[Shared]:
 @pytest.fixture(scope="module")
 def runs(request: pytest.FixtureRequest,
          cluster_shared: Shared) -> Iterator[dict[str, Future[Evidence]]]:
-    wanted = {_key(item) for item in request.session.items} & {_spec_key(r) for r in RUNS}
+    wanted = set().union(*(_keys(item) for item in request.session.items))
     chosen = sorted((r for r in RUNS if _spec_key(r) in wanted), key=lambda r: -r.minutes)
     pool = ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="dgcl-node")
     try:
@@ -77,10 +77,19 @@ def _spec_key(spec: Run) -> str:
     return f"{spec.scenario}[{spec.id}]"
 
 
-def _key(item: pytest.Item) -> str:
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cluster_run(scenario): the test reads that scenario's "
+                            "run (tests/e2e_cluster/scenarios.py RUNS), which must be started")
+
+
+def _keys(item: pytest.Item) -> set[str]:
+    """The runs a test waits for: its `spec` parameter's, and its cluster_run markers'."""
     callspec = getattr(item, "callspec", None)
     spec = callspec.params.get("spec") if callspec is not None else None
-    return _spec_key(spec) if isinstance(spec, Run) else ""
+    keys = {_spec_key(spec)} if isinstance(spec, Run) else set()
+    for marker in item.iter_markers("cluster_run"):
+        keys |= {_spec_key(r) for r in RUNS if r.scenario == marker.args[0]}
+    return keys
 
 
 def evidence(runs: dict[str, Future[Evidence]], spec: Run) -> Evidence:

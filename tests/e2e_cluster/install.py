@@ -10,6 +10,7 @@ chain's first plugin is the stateful fake, not multus), and the metrics endpoint
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,7 +88,8 @@ def guard_entry(c: Cluster) -> dict[str, Any]:
 
 def kustomize_dir(c: Cluster, overlay: str, image: str) -> Path:
     """A user's kustomization over one of ours: the image set where they pushed it (here, the
-    release's name in the node) and the wrap of the chain's plugin, the documented way."""
+    release's name in the node) and the wrap of the chain's plugin, the documented way. Ours is
+    named by a relative path: kustomize refuses an absolute one."""
     work = c.node.tmp / f"kustomize-{overlay}"
     work.mkdir(exist_ok=True)
     name, tag = image.rsplit(":", 1)
@@ -95,7 +97,7 @@ def kustomize_dir(c: Cluster, overlay: str, image: str) -> Path:
              for v in ("--wrap", "stale-delegate")]
     text = (
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-        f"resources:\n  - {KUSTOMIZE / 'overlays' / overlay}\n"
+        f"resources:\n  - {os.path.relpath(KUSTOMIZE / 'overlays' / overlay, work)}\n"
         f"images:\n  - name: localhost/cni-delguard\n    newName: {name}\n    newTag: {tag}\n"
         "patches:\n  - target:\n      kind: DaemonSet\n      name: cni-delguard\n"
         f"    patch: '{json.dumps(patch)}'\n")

@@ -453,6 +453,37 @@ def _multus_pod(c: Cluster, thick: Any, name: str) -> dict[str, Any]:
             "daemon_adds": thick.requests("ADD", sandbox.id)}
 
 
+# --- 6. what a user sees on a healthy node, the guard in observe mode -------------------------
+
+
+def observe(c: Cluster, ev: Evidence) -> None:
+    """The chart in observe mode in front of Debian's bridge (no fault anywhere), a Deployment
+    of 3 pods, each deleted with kubectl and replaced: then what the docs show a user, as the
+    tools print it: the installer's log, `doctor` and `stats` run in its pod."""
+    first, _ = c.shared.releases()
+    c.import_release(first)
+    install.helm_install(c, first, "--set", "mode=observe", wrap="bridge")
+    install.rollout(c)
+    wait_for(c.wrapped, "the installer to wrap the conf", timeout=READY_BOUND, every=1)
+    ev.facts["mode"] = install.guard_entry(c).get("mode")
+    c.kube.apply(workloads.deployment("ob", 3))
+    pods = c.wait_pods_ready(3, "app=ob")
+    old = {s.id for s in c.sandboxes_of(workloads.APP_NAMESPACE)}
+    for pod in pods:
+        c.kube.run("-n", workloads.APP_NAMESPACE, "delete", "pod", pod["metadata"]["name"])
+    c.wait_pods_ready(3, "app=ob")
+    wait_for(lambda: not old & c.sandbox_ids(), "the kubelet to remove the old sandboxes",
+             timeout=VERDICT_BOUND, every=3, detail=c.kubelet.log_tail)
+    ev.outcome = "removed"
+    logs = c.kube.run("-n", install.NAMESPACE, "logs", "ds/cni-delguard")
+    ev.facts["logs"] = logs.stdout.splitlines()[:15]
+    for command in (["doctor", "--root", "/host"], ["stats", "--root", "/host", "--since", "1h"]):
+        out = c.kube.run("-n", install.NAMESPACE, "exec", "ds/cni-delguard", "--",
+                         install.BINARY, *command, check=False)
+        ev.facts[command[0]] = {"code": out.returncode, "stdout": out.stdout.splitlines(),
+                                "stderr": out.stderr.splitlines()[-5:]}
+
+
 # --- the runs ---------------------------------------------------------------------------------
 
 
@@ -464,6 +495,7 @@ class Run:
     run: Callable[[Cluster, Evidence], None]
     minutes: int
     hang: bool = False  # every ADD hangs until the scenario heals the delegate
+    healthy: bool = False  # Debian's bridge alone in the conflist, no stateful fake
 
     @property
     def id(self) -> str:
@@ -474,7 +506,8 @@ def _runs() -> list[Run]:
     rt = {r.key: r for r in RUNTIMES}
     new = rt["containerd-2.1"]
     table = [Run("chart", new, True, chart_life, 20), Run("kustomize", new, True, kustomize, 10),
-             Run("multus-thick", new, True, multus_thick, 8)]
+             Run("multus-thick", new, True, multus_thick, 8),
+             Run("observe", new, True, observe, 6, healthy=True)]
     # double-del: every containerd runs the second DEL (BACKGROUND.md): one runtime shows it.
     table += [Run("double-del", new, g, double_del, 5 if g else 8) for g in (False, True)]
     # reboot: 1.6.20 runs DEL for a sandbox whose ADD never completed, 2.1 does not.
@@ -493,7 +526,7 @@ def run(spec: Run, shared: Shared) -> Evidence:
         skip_or_fail(f"{spec.runtime.key}: {why}")
     ev = Evidence(spec.scenario, spec.runtime.key, spec.runtime.version(), spec.guard)
     try:
-        with cluster(spec.runtime, shared, hang=spec.hang) as here:
+        with cluster(spec.runtime, shared, hang=spec.hang, healthy=spec.healthy) as here:
             spec.run(here, ev)
     finally:
         ev.save()

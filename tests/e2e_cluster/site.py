@@ -152,10 +152,12 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def cluster(runtime: Runtime, shared: Shared, hang: bool = False) -> Iterator[Cluster]:
+def cluster(runtime: Runtime, shared: Shared, hang: bool = False,
+            healthy: bool = False) -> Iterator[Cluster]:
     """A one-node cluster with the chain in the conflist and the node Ready; with `hang`, every
-    ADD of the delegate hangs while hang_file() exists. Everything torn down afterwards, also on
-    failure."""
+    ADD of the delegate hangs while hang_file() exists; `healthy`: Debian's bridge alone, no
+    stateful fake (a node whose plugins have no fault). Everything torn down afterwards, also
+    on failure."""
     node = Node.create_for(runtime)
     pki = Pki.make(node.tmp / "pki", node.name, node.ip)
     plane = ControlPlane(node, pki)
@@ -186,7 +188,7 @@ def cluster(runtime: Runtime, shared: Shared, hang: bool = False) -> Iterator[Cl
         if hang:
             hang_file(node).touch()
             knobs = {"hang": ["ADD"], "hangWhile": str(hang_file(node))}
-        net.apply(client, here.chain(**knobs))
+        net.apply(client, here.chain(**knobs)[1:] if healthy else here.chain(**knobs))
         kubelet.start()
         wait_node_ready(here)
         here.kube.apply(workloads.namespace(workloads.APP_NAMESPACE))

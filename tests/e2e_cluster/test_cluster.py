@@ -77,12 +77,14 @@ def chart(runs: dict[str, Future[Evidence]]) -> Evidence:
     return evidence(runs, spec)
 
 
+@pytest.mark.cluster_run("chart")
 def test_dry_run_server(chart: Evidence) -> None:
     """`helm install --dry-run=server`: admitted by the API server, nothing created."""
     assert "DaemonSet" in chart.facts["dry_run_kinds"], chart.facts["dry_run_kinds"]
     assert chart.facts["dry_run_left_nothing"]
 
 
+@pytest.mark.cluster_run("chart")
 def test_pod_security_refusal(chart: Evidence) -> None:
     """Into a namespace that enforces baseline: refused before anything is created, and the
     message names the label to set; the same DaemonSet without the chart's check is created and
@@ -94,6 +96,7 @@ def test_pod_security_refusal(chart: Evidence) -> None:
     assert "violates PodSecurity" in chart.facts["psa_failed_create"], chart.facts
 
 
+@pytest.mark.cluster_run("chart")
 def test_install(chart: Evidence) -> None:
     """The DaemonSet rolls out, the conf is wrapped, `ready` in the pod says so, the metrics
     endpoint answers with the guard's series."""
@@ -102,6 +105,7 @@ def test_install(chart: Evidence) -> None:
     assert chart.facts["metrics_series"], "the metrics endpoint served no cni_delguard_ series"
 
 
+@pytest.mark.cluster_run("chart")
 def test_upgrade_under_load(chart: Evidence) -> None:
     """`helm upgrade` to the second release while pods come and go: no ADD or DEL failed, the
     conf was never seen unwrapped, the first version's bundle is kept beside the second."""
@@ -112,6 +116,7 @@ def test_upgrade_under_load(chart: Evidence) -> None:
     assert set(chart.facts["bundles_v1"]) < set(chart.facts["bundles_v2"]), chart.facts
 
 
+@pytest.mark.cluster_run("chart")
 def test_rollback_and_uninstall(chart: Evidence) -> None:
     """`helm rollback` switches back with the conf wrapped; the chart's uninstall mode (hold,
     then `helm uninstall`) restores the conf byte for byte and leaves nothing in the bin dir."""
@@ -120,6 +125,8 @@ def test_rollback_and_uninstall(chart: Evidence) -> None:
     assert chart.facts["bin_left"] == [], chart.facts["bin_left"]
 
 
+@pytest.mark.cluster_run("chart")
+@pytest.mark.cluster_run("kustomize")
 def test_kustomize_behaves_as_the_chart(runs: dict[str, Future[Evidence]],
                                          chart: Evidence) -> None:
     """`kubectl apply -k` of the watch and monitoring overlays: the same rollout, wrap,
@@ -134,6 +141,7 @@ def test_kustomize_behaves_as_the_chart(runs: dict[str, Future[Evidence]],
     assert ev.facts["restored"]
 
 
+@pytest.mark.cluster_run("multus-thick")
 def test_multus_thick_on_the_real_api(runs: dict[str, Future[Evidence]]) -> None:
     """multus thick's daemon against the real API server: it finds the pod and its
     NetworkAttachmentDefinition, writes the network-status back, and the pod's sandbox is
@@ -146,3 +154,17 @@ def test_multus_thick_on_the_real_api(runs: dict[str, Future[Evidence]]) -> None
         assert seen["networks"][-1:] == ["apps/extra"], seen
         assert seen["removed"] and seen["daemon_adds"] == 1, seen
     assert ev.facts["with"]["daemon_dels"] < ev.facts["without"]["daemon_dels"], ev.facts
+
+
+@pytest.mark.cluster_run("observe")
+def test_what_a_user_sees_in_observe_mode(runs: dict[str, Future[Evidence]]) -> None:
+    """A healthy node, the chart in observe mode: the conf says observe, the installer's log,
+    `doctor` and `stats` run in the pod answer (docs/install.md and docs/cli.md quote them),
+    and the pods deleted with kubectl are removed."""
+    (spec,) = runs_of("observe")
+    ev = evidence(runs, spec)
+    assert ev.facts["mode"] == "observe", ev.facts
+    assert ev.outcome == "removed"
+    assert ev.facts["logs"], "the installer's pod logged nothing"
+    for command in ("doctor", "stats"):
+        assert ev.facts[command]["code"] == 0 and ev.facts[command]["stdout"], ev.facts[command]
