@@ -92,8 +92,10 @@ installer's own flags would make `uninstall` exit 2. */}}
 {{- end }}
 
 {{/*
-Pod Security: the installer's pods need the privileged level (host network, hostPath volumes,
-added capabilities), and a namespace that enforces baseline or restricted makes the DaemonSet
+Pod Security: the installer's pods need the privileged level (baseline refuses their host
+network and hostPath volumes, and the metrics port, which the host network makes a host port;
+their added capabilities are baseline's), and a namespace that enforces baseline or restricted
+makes the DaemonSet
 controller's pod creations fail one by one while `helm install` itself succeeds: a release with
 a DaemonSet and no pod. When the release's namespace says so in its label, the install fails
 before anything is created, naming the label to set. `lookup` sees the namespace on install,
@@ -105,6 +107,6 @@ everywhere but kube-system) is not visible here: docs/install.md says what to do
 {{- $level := "" -}}
 {{- with $ns }}{{ $level = get (.metadata.labels | default dict) "pod-security.kubernetes.io/enforce" }}{{ end -}}
 {{- if and $level (ne $level "privileged") -}}
-{{- fail (printf "namespace %s enforces Pod Security level %q, which refuses the installer's pods (host network, hostPath volumes, added capabilities). Label it privileged first: kubectl label --overwrite namespace %s pod-security.kubernetes.io/enforce=privileged (or install into kube-system)" .Release.Namespace $level .Release.Namespace) -}}
+{{- fail (printf "namespace %s enforces Pod Security level %q, which refuses the installer's pods (host network, hostPath volumes). Label it privileged first: kubectl label --overwrite namespace %s pod-security.kubernetes.io/enforce=privileged (or install into kube-system)" .Release.Namespace $level .Release.Namespace) -}}
 {{- end -}}
 {{- end }}
