@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -38,6 +39,16 @@ from tests.support.fakes import install_fake
 from tests.support.guard import HOST_ARCH
 from tests.support.waiting import wait_for
 
+# inotify instances one cluster holds once it runs, measured on a running one: the kubelet 7
+# (cAdvisor, its config and plugin watchers), the API server 3, containerd 2, the controller
+# manager 1; the scheduler and etcd none. Every root process of the machine shares one limit,
+# fs.inotify.max_user_instances (128 by default): a kubelet that finds none left exits at start
+# ("Failed to start cAdvisor" err="inotify_init: too many open files"), seen with the kubelet
+# suite's 14 nodes running beside this one on a shared machine. A cluster starts only when the
+# instances it needs are free (room()), so a full machine makes it wait, never fail.
+INOTIFY_NEED = 16
+INOTIFY_LIMIT = Path("/proc/sys/fs/inotify/max_user_instances")
+ROOM_BOUND = 1800  # seconds a cluster may wait for the machine's other kubelets to end
 DELEGATE = "fake-stateful"
 CONFLIST = "/etc/cni/net.d/10-e2e.conflist"
 READY_BOUND = 600  # seconds for pods to be Ready: sandboxes, the scheduler, load
@@ -144,11 +155,12 @@ class Cluster:
     def boot(self) -> None:
         """As the machine starts its services: namespaces, the control plane, the runtime
         (which reloads the conflist on disk), the kubelet."""
-        self.node.start_holder()
-        self.plane.start()
-        self.node.start_runtime()
-        self.cri.reconnect()
-        self.kubelet.start()
+        with room():
+            self.node.start_holder()
+            self.plane.start()
+            self.node.start_runtime()
+            self.cri.reconnect()
+            self.kubelet.start()
 
 
 @contextlib.contextmanager
@@ -167,14 +179,8 @@ def cluster(runtime: Runtime, shared: Shared, hang: bool = False,
     try:
         node.install_debian_plugins()
         install_fake(node.cni_bin)
-        node.start_holder()
-        plane.start()
-        node.start_runtime()
-        if not node.overlayfs_ok():
-            node.notes.append("overlayfs unusable here: native snapshotter")
-            node.stop_runtime()
-            node.snapshotter = "native"
-            node.start_runtime()
+        with room():
+            _start(node, plane)
         for archive in (shared.pause_archive, shared.csi_archive):
             node.import_image(archive)
         client = cri.CriClient(node.socket, shared.stubs, node.cgroup_parent)
@@ -189,7 +195,8 @@ def cluster(runtime: Runtime, shared: Shared, hang: bool = False,
             hang_file(node).touch()
             knobs = {"hang": ["ADD"], "hangWhile": str(hang_file(node))}
         net.apply(client, here.chain(**knobs)[1:] if healthy else here.chain(**knobs))
-        kubelet.start()
+        with room():
+            kubelet.start()
         wait_node_ready(here)
         here.kube.apply(workloads.namespace(workloads.APP_NAMESPACE))
         yield here
@@ -200,6 +207,65 @@ def cluster(runtime: Runtime, shared: Shared, hang: bool = False,
             client.close()
         problems = node.teardown()
         assert not problems, f"node teardown left things behind: {problems}"
+
+
+def _start(node: Node, plane: ControlPlane) -> None:
+    node.start_holder()
+    plane.start()
+    node.start_runtime()
+    if not node.overlayfs_ok():
+        node.notes.append("overlayfs unusable here: native snapshotter")
+        node.stop_runtime()
+        node.snapshotter = "native"
+        node.start_runtime()
+
+
+def inotify_in_use() -> int:
+    """inotify instances open on the machine (every process's; all are root's here)."""
+    count = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.scandir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    count += os.readlink(fd.path) == "anon_inode:inotify"
+    return count
+
+
+class _Room:
+    """The clusters of this run between room() and their processes' start, whose instances
+    /proc does not show yet."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.starting = 0
+
+    def take(self) -> bool:
+        with self.lock:
+            left = int(INOTIFY_LIMIT.read_text()) - inotify_in_use()
+            if left - self.starting * INOTIFY_NEED < INOTIFY_NEED:
+                return False
+            self.starting += 1
+            return True
+
+    def give(self) -> None:
+        with self.lock:
+            self.starting -= 1
+
+
+_ROOM = _Room()
+
+
+@contextlib.contextmanager
+def room() -> Iterator[None]:
+    """Start a cluster's processes once the machine has the inotify instances they need."""
+    wait_for(_ROOM.take, f"{INOTIFY_NEED} free inotify instances "
+             "(fs.inotify.max_user_instances)", timeout=ROOM_BOUND, every=5)
+    try:
+        yield
+    finally:
+        _ROOM.give()
 
 
 def hang_file(node: Node) -> Path:
