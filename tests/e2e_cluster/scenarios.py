@@ -525,9 +525,12 @@ def run(spec: Run, shared: Shared) -> Evidence:
     if why is not None:
         skip_or_fail(f"{spec.runtime.key}: {why}")
     ev = Evidence(spec.scenario, spec.runtime.key, spec.runtime.version(), spec.guard)
+    began = time.monotonic()
     try:
         with cluster(spec.runtime, shared, hang=spec.hang, healthy=spec.healthy) as here:
+            ev.facts["cluster_up"] = elapsed(began)
             spec.run(here, ev)
     finally:
+        ev.facts["run_seconds"] = elapsed(began)  # the cluster's whole life, teardown included
         ev.save()
     return ev
