@@ -193,8 +193,7 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
     They ask as the runtime would run it: with the node's root as / (a chroot into `root`), so
     the plugin meets the node's own loader, C library, /etc/ld.so.preload and `#!` interpreters,
     never those of the image this process runs from (a plugin that runs here may not run on the
-    node at all), and with the runtime's own environment where it can be read (its LD_PRELOAD,
-    say: runtime_environment). `path` is as seen from here, under `root`."""
+    node at all), with PROBE_ENVIRONMENT only. `path` is as seen from here, under `root`."""
     import subprocess
 
     on_node = node_path(root, path)
@@ -204,7 +203,7 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
     try:
         r = subprocess.run(
             [on_node],
-            env={**runtime_environment(root), "CNI_COMMAND": "VERSION"},
+            env=dict(PROBE_ENVIRONMENT),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=_PROBE_TIMEOUT,
@@ -230,33 +229,16 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
     return versions, ""
 
 
-# The processes that exec CNI plugins, by their comm: a plugin inherits their environment.
-RUNTIMES = ("containerd", "crio")
-_MAX_ENVIRON = 256 * 1024
-
-
-def runtime_environment(root: str = "/") -> dict[str, str]:
-    """The environment of the node's runtime (the lowest PID whose comm is in RUNTIMES), read
-    from the node's /proc (`root`/proc: the DaemonSet mounts the host's / at /host, its /proc
-    with it), so that a probe runs the plugin as the runtime will, LD_PRELOAD and all. {} when no
-    runtime is found or its environment cannot be read (no /proc, another PID namespace, a
-    process of another user)."""
-    proc = os.path.join(root, "proc")
-    try:
-        pids = sorted(int(n) for n in os.listdir(proc) if n.isdigit())
-    except OSError:
-        return {}
-    for pid in pids:
-        try:
-            comm = fsutil.read_regular(None, f"{proc}/{pid}/comm", 64).data.strip()
-            if comm.decode(errors="replace") not in RUNTIMES:
-                continue
-            raw = fsutil.read_regular(None, f"{proc}/{pid}/environ", _MAX_ENVIRON).data
-        except (OSError, ValueError):
-            continue
-        pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
-        return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
-    return {}
+# The probe's environment: CNI_COMMAND and nothing else, none of it read from /proc (issue 38).
+# It used to be the environment of the lowest PID whose comm was containerd or crio; the pod
+# cannot read the real runtime's (/proc/<pid>/environ needs CAP_SYS_PTRACE over a process with
+# more capabilities), so any process of that name that it could read won: one with LD_DEBUG=help
+# made every VERSION probe fail and the watcher unwrap the node, one with LD_DEBUG_OUTPUT made
+# each probe write a megabyte into a host dir. What a runtime's environment could change for the
+# frozen bundle, it does not: the launcher is static and sets the loader's variables aside, and
+# the bundle's loader is sealed (packaging/README.md); the node's /etc/ld.so.preload is still
+# met, through the chroot.
+PROBE_ENVIRONMENT = {"CNI_COMMAND": "VERSION"}
 
 
 def node_path(root: str, path: str) -> str | None:
