@@ -109,6 +109,10 @@ smoke_test() { # BUNDLE-DIR SCRATCH-DIR
         top=$root
         where="from this machine's view (not root: no chroot)"
     fi
+    # The log goes under /tmp, which the guard allows only when the node's admin says so: the
+    # settings file beside the plugin, as on a node (cni_delguard/guard/paths.py).
+    printf 'log %s/tmp\n' "$top" >"$root/bin/cni-delguard.paths"
+    chmod 0644 "$root/bin/cni-delguard.paths"
 
     out=$(env -i CNI_COMMAND=VERSION "${run[@]}" "$top/bin/cni-delguard" </dev/null) ||
         fail "VERSION exited $?: $out"
