@@ -212,6 +212,14 @@ def test_no_overlay_mounts_the_hosts_root_or_a_parent_of_what_it_writes(overlay)
     assert root not in {m["mountPath"] for m in c["volumeMounts"]}
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_overlay_runs_under_the_runtimes_default_seccomp_filter(overlay):
+    """Issue 38, item 8: seccompProfile RuntimeDefault (none on 20ffe12: Unconfined, the
+    kubelet's default); measured on containerd 1.6.20 and 2.1.6 by tests/e2e_kubelet."""
+    (c,) = pod(render(overlay))["containers"]
+    assert c["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
 def test_the_container_may_chroot_into_the_host_to_run_the_plugin_there():
     (c,) = pod(load(INSTALLER / "daemonset.yaml"))["containers"]
     assert "SYS_CHROOT" in c["securityContext"]["capabilities"]["add"]
@@ -303,4 +311,5 @@ def test_the_openshift_scc_allows_exactly_what_its_pod_asks_for():
     assert set(scc["volumes"]) == {k for v in spec["volumes"] for k in v if k != "name"}
     assert scc["runAsUser"] == {"type": "RunAsAny"} and c["securityContext"]["runAsUser"] == 0
     assert c["securityContext"]["seLinuxOptions"] == {"type": "spc_t"}
+    assert scc["seccompProfiles"] == ["runtime/default"]
     kubernetes_validate.validate(account, VERSIONS[-1], strict=True)
