@@ -142,7 +142,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 from packaging.requirements import Requirement
 bad = []
-for line in sys.stdin:
+for line in filter(None, map(str.strip, sys.stdin)):
     req = Requirement(line)
     try:
         found = version(req.name)

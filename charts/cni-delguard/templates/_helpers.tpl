@@ -90,3 +90,25 @@ installer's own flags would make `uninstall` exit 2. */}}
 {{- if and (not $options) (eq .Values.cni.layout "openshift") }}{{ $options = dict "type" "spc_t" }}{{ end -}}
 {{- with $options }}{{ toYaml . }}{{ end -}}
 {{- end }}
+
+{{/*
+The pod's affinity: .Values.affinity, and with controlPlane false a term in each of its
+nodeSelectorTerms that keeps the pods off nodes labelled node-role.kubernetes.io/control-plane
+(docs/install.md: running there is a choice, and the default, true, is the overlays').
+*/}}
+{{- define "cni-delguard.affinity" -}}
+{{- $affinity := deepCopy (.Values.affinity | default dict) -}}
+{{- if not .Values.controlPlane -}}
+{{- $off := dict "key" "node-role.kubernetes.io/control-plane" "operator" "DoesNotExist" -}}
+{{- $node := get $affinity "nodeAffinity" | default dict -}}
+{{- $req := get $node "requiredDuringSchedulingIgnoredDuringExecution" | default dict -}}
+{{- $terms := list -}}
+{{- range (get $req "nodeSelectorTerms" | default (list (dict))) -}}
+{{- $terms = append $terms (set (deepCopy .) "matchExpressions" (append (get . "matchExpressions" | default list) $off)) -}}
+{{- end -}}
+{{- $_ := set $req "nodeSelectorTerms" $terms -}}
+{{- $_ := set $node "requiredDuringSchedulingIgnoredDuringExecution" $req -}}
+{{- $_ := set $affinity "nodeAffinity" $node -}}
+{{- end -}}
+{{- if $affinity }}{{ toYaml $affinity }}{{ end -}}
+{{- end }}
