@@ -71,14 +71,20 @@ def check_dir_fd(fd: int, path: str) -> None:
         raise UnsafeDirError(path, f"writable by group or others (mode {st.st_mode & 0o7777:o})")
 
 
-def _open_checked(name: str, path: str, dir_fd: int | None = None) -> int:
-    """Open a directory without following a final symlink, then check who may write it."""
+def _nofollow_dir(name: str, path: str, dir_fd: int | None) -> int:
+    """Open the directory `name` without following it if it is a symlink (UnsafeDirError for
+    a link or a non-directory, named `path`)."""
     try:
-        fd = os.open(name, _OPEN_DIR, dir_fd=dir_fd)
+        return os.open(name, _OPEN_DIR, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
             raise UnsafeDirError(path, "a symlink or not a directory") from None
         raise
+
+
+def _open_checked(name: str, path: str, dir_fd: int | None = None) -> int:
+    """Open a directory without following a final symlink, then check who may write it."""
+    fd = _nofollow_dir(name, path, dir_fd)
     try:
         check_dir_fd(fd, path)
     except BaseException:
@@ -110,11 +116,6 @@ def check_walk(path: str) -> None:
         return
 
 
-# Opening one component of a walk: a directory, never through a link (O_NOFOLLOW refuses a link
-# as the last, and here only, component of the name).
-_STEP = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
 def walk(path: str, *, create: bool = False, mode: int = DIR_MODE, parent_mode: int = 0o755) -> int:
     """The one safe way to a directory the guard writes in (issue 38): from `/`, one component
     at a time through the parent's fd, never following a link (ELOOP/ENOTDIR: refused), each
@@ -134,7 +135,7 @@ def walk(path: str, *, create: bool = False, mode: int = DIR_MODE, parent_mode: 
     if not path.startswith("/"):
         raise UnsafeDirError(path, "not an absolute path")
     names = [n for n in path.split("/") if n]
-    fd = os.open("/", _STEP)
+    fd = os.open("/", _OPEN_DIR)
     try:
         _check_step(fd, "/", last=not names)
         for i, name in enumerate(names):
@@ -157,25 +158,16 @@ def walk(path: str, *, create: bool = False, mode: int = DIR_MODE, parent_mode: 
 
 def _step(parent: int, name: str, where: str, create: bool, mode: int) -> int:
     try:
-        return os.open(name, _STEP, dir_fd=parent)
+        return _nofollow_dir(name, where, parent)
     except FileNotFoundError:
         if not create:
             raise
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise UnsafeDirError(where, "a symlink or not a directory") from None
-        raise
     try:
         os.mkdir(name, mode, dir_fd=parent)
         made = True
     except FileExistsError:  # another guard was first: checked as any existing dir
         made = False
-    try:
-        fd = os.open(name, _STEP, dir_fd=parent)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise UnsafeDirError(where, "a symlink or not a directory") from None
-        raise
+    fd = _nofollow_dir(name, where, parent)
     if made:
         os.fchmod(fd, mode)
     return fd
