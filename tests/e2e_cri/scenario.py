@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,35 @@ def not_by_deadline(code: grpc.StatusCode, text: str, elapsed: float,
     if code == grpc.StatusCode.CANCELLED and SERVER_DEADLINE_RESET in text:
         return None
     return f"{code.name} after {elapsed:.3f} s is not the deadline's: {text!r}"
+
+
+# How long the client waits before it gives up on a RunPodSandbox whose ADD hangs (the kubelet
+# waits 4 minutes): 8 s lets the delegate's ADD start on a node at rest. Under load it may not
+# (measured once in 10 runs of test_stale_sandbox.py at load 35 to 50 on 2 cores: the runtime,
+# the frozen guard and the fake delegate each start a process first); that request was abandoned
+# before the ADD, so proves nothing, and it is made again as the kubelet would, as the pod's next
+# attempt, with twice the time.
+ABANDON_AFTER = (8, 16, 32)
+
+
+def abandoned_run(client: CriClient, node: Node, pod: PodSpec, added: Callable[[], object],
+                  finish_bound: float) -> PodSpec:
+    """RunPodSandbox of `pod`, given up by the client at its deadline while the delegate's ADD
+    hangs, until the delegate's ADD had started by then (`added`); waits for the runtime to finish
+    each abandoned request (within `finish_bound` s) and returns the attempt whose ADD started."""
+    for n, deadline in enumerate(ABANDON_AFTER):
+        tried = replace(pod, attempt=pod.attempt + n)
+        mark = len(node.log_text())
+        past_deadline(client.run_pod, tried, timeout=deadline)
+
+        def finished(since: int = mark, run: PodSpec = tried) -> bool:
+            return node.runtime.run_pod_finished(node.log_text()[since:], run.name, run.uid)
+
+        wait_for(finished, f"{node.runtime.key} to finish the abandoned RunPodSandbox",
+                 timeout=finish_bound, every=0.5)
+        if added():
+            return tried
+    raise AssertionError(f"no delegate ADD started before the client gave up ({ABANDON_AFTER} s)")
 
 
 def past_deadline(call: Any, *args: Any, timeout: float) -> grpc.RpcError:
