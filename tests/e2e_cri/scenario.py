@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -211,6 +212,8 @@ def abandoned_run(client: CriClient, node: Node, pod: PodSpec, added: Callable[[
                  timeout=finish_bound, every=0.5)
         if added():
             return tried
+        print(f"[abandoned_run] {node.runtime.key}: no delegate ADD within {deadline} s "
+              f"(load {os.getloadavg()[0]:.0f}); the pod's next attempt")
     raise AssertionError(f"no delegate ADD started before the client gave up ({ABANDON_AFTER} s)")
 
 
