@@ -114,7 +114,7 @@ class Node(base.Node):
         tmp = Path(tempfile.mkdtemp(prefix=cls.prefix, dir="/tmp"))
         node = cls(tmp=tmp, name=tmp.name.replace("_", "x"), runtime=runtime)
         for sub in ("run", "var-lib-cni", "cni/bin", "cni/net.d", "opt", "runc", "logs",
-                    "var-log", "var-lib-kubelet", "sysctl"):
+                    "var-log", "var-lib-kubelet", "sysctl", "etc-crio"):
             (tmp / sub).mkdir(parents=True)
         for i, value in enumerate(KERNEL_TUNABLES.values()):
             (tmp / "sysctl" / str(i)).write_text(value + "\n", encoding="ascii")
@@ -140,7 +140,10 @@ class Node(base.Node):
         pairs = [(self.run, "/run"), (self.cni_cache, "/var/lib/cni"),
                  (self.cni_conf, CNI_CONF), (self.cni_bin, CNI_BIN), (self.var_log, "/var/log"),
                  (self.tmp / "var-lib-kubelet", "/var/lib/kubelet"),
-                 (self.tmp / "runtime.conf", RUNTIME_CONFIG)]
+                 (self.tmp / "runtime.conf", RUNTIME_CONFIG),
+                 # The DaemonSet mounts CRI-O's config dir too (DirectoryOrCreate: a containerd
+                 # node gets an empty one): the node's own, so the kubelet never makes the host's.
+                 (self.tmp / "etc-crio", "/etc/crio")]
         pairs += [(self.tmp / "sysctl" / str(i), f"/proc/sys/{name}")
                   for i, name in enumerate(KERNEL_TUNABLES)]
         return pairs
