@@ -392,3 +392,16 @@ def test_the_chart_version_is_the_projects():
 
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert chart["version"] == chart["appVersion"] == __version__
+
+
+def test_control_plane_nodes_are_an_explicit_choice(helm):
+    """Issue 38, item 3: `controlPlane` (default true, as the overlays) says whether the pods run
+    on control-plane nodes; false adds a DoesNotExist term on node-role.kubernetes.io/control-plane
+    to each of the affinity's nodeSelectorTerms, keeping the user's own expressions."""
+    off = {"key": "node-role.kubernetes.io/control-plane", "operator": "DoesNotExist"}
+    terms = [pod(by_kind(helm.render(*argv))["DaemonSet"])["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        for argv in ((), ("--set", "controlPlane=false"))]
+    assert all(off not in term["matchExpressions"] for term in terms[0])
+    assert [term["matchExpressions"] for term in terms[1]] == [
+        [*term["matchExpressions"], off] for term in terms[0]]

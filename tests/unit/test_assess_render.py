@@ -120,3 +120,9 @@ def test_rewrite_keeps_what_is_around_the_markers_and_diff_sees_a_change() -> No
     assert new.endswith("<!-- matrix:end -->\nafter\n") and "old table" not in new
     assert render.diff(new, render.COMPATIBILITY, data) == ""
     assert "-old table" in render.diff(page, render.COMPATIBILITY, data)
+
+
+def test_every_driver_and_chain_has_its_words() -> None:
+    assert set(render.DRIVER_NAMES) == set(matrix.DRIVERS)
+    assert set(render.DELEGATE_NAMES) == set(matrix.DELEGATES)
+    assert set(render.RUNTIME_NAMES) == set(matrix.RUNTIMES)

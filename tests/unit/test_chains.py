@@ -54,12 +54,16 @@ def test_every_case_of_the_matrix_has_its_expected_outcome() -> None:
     from tests.e2e_cri import expected, matrix_chains, runtimes
 
     for row in runtimes.RUNTIMES:
-        for chain, scenario in matrix_chains.cases():
+        for chain, scenario in matrix_chains.cases(row.boundary):
             for guarded in (False, True):
                 assert expected.expected(row.key, chain, scenario, guarded) in matrix.OUTCOMES
     # a row for a case the matrix does not run would be a claim nothing measures
     ran = set(matrix_chains.cases())
     assert {(c, s) for _, c, s in expected.BY_CHAIN} <= ran
+    for row in runtimes.BOUNDARY:
+        ran = set(matrix_chains.cases(boundary=True))
+        assert {("fake-stateful", s) for r, s in expected.EXPECTED if r == row.key} | {
+            (c, s) for r, c, s in expected.BY_CHAIN if r == row.key} == ran
 
 
 def test_thick_daemon_socket_in_the_nodes_run(tmp_path: Path) -> None:

@@ -32,7 +32,9 @@ DELEGATES = (
     "multus-thick-auto",  # the reported stack: multus thick in auto mode before real kube-ovn
     "multus-thick-auto-v4.2.3",  # the same with multus v4.2.3, the reporter's
 )
-DRIVERS = ("cri", "kubelet")
+# cri: CRI calls written by the test; kubelet: a real kubelet, standalone; cluster: a one-node
+# cluster (API server, controllers, scheduler, a registered kubelet; tests/e2e_cluster)
+DRIVERS = ("cri", "kubelet", "cluster")
 SCENARIOS = (
     "double-del",  # a pod deleted normally; the delegate forgets its state after a good DEL
     "kill-mid-add",  # the runtime killed while ADD runs

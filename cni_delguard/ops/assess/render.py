@@ -23,7 +23,8 @@ from cni_delguard.ops.assess import chains, matrix, ranges, verdict
 
 RECORD = "cni_delguard/ops/assess/matrix.json"
 RUNTIME_NAMES = {"containerd": "containerd", "cri-o": "CRI-O"}
-DRIVER_NAMES = {"cri": "CRI calls written by the test", "kubelet": "a real kubelet"}
+DRIVER_NAMES = {"cri": "CRI calls written by the test", "kubelet": "a real kubelet",
+                "cluster": "a one-node cluster: API server, controllers, scheduler, kubelet"}
 DELEGATE_NAMES = {
     "fake-stateful": "a delegate that fails DEL once it holds no state",
     "multus-thin": "real multus thin, kube-ovn's conflist inline in `delegates`",
