@@ -94,6 +94,37 @@ def test_no_runtime_is_unmeasured(tmp_path: Path) -> None:
     seen = assess.examine(str(tmp_path))
     assert seen.as_json()["status"] == "unmeasured"
     assert "the runtime was not found" in seen.summary()
+    assert "--runtime NAME://VERSION" in seen.summary()  # what the installer's pod can do
+
+
+@pytest.mark.parametrize(
+    ("given", "name", "version"),
+    [
+        pytest.param("containerd://2.1.6", "containerd", "2.1.6", id="containerd"),
+        pytest.param("containerd://1.6.20~ds1", "containerd", "1.6.20~ds1", id="debian"),
+        pytest.param("cri-o://1.36.3", "cri-o", "1.36.3", id="cri-o"),
+        pytest.param("docker://28.2.2", None, "28.2.2", id="not-a-matrix-runtime"),
+    ],
+)
+def test_the_runtime_as_the_kubelet_reports_it(tmp_path: Path, given: str, name: str | None,
+                                               version: str) -> None:
+    """In the installer's pod no runtime socket or binary is there: the user gives what
+    `kubectl get node -o wide` shows, and the matrix is read for it."""
+    assessroot.write(tmp_path, assessroot.BY_NAME["plain"], True)
+    doc = assess.examine(str(tmp_path), runtime=given).as_json()
+    assert (doc["runtime"]["name"], doc["runtime"]["version"]) == (name, version)
+    assert doc["runtime"]["from"] == f"--runtime {given}"
+    assert (doc["status"] == "measured") == (name is not None)
+
+
+@pytest.mark.parametrize("bad", ["containerd", "containerd://", "://2.1.6",
+                                 "containerd://2.1.6; rm -rf /", "containerd://" + "9" * 65])
+def test_a_runtime_given_that_is_not_one_is_refused(bad: str) -> None:
+    from cni_delguard.ops.assess import probe
+    from cni_delguard.tooling import UsageError
+
+    with pytest.raises(UsageError, match="NAME://VERSION"):
+        probe.given(bad)
 
 
 def test_no_conf_is_read_and_said(tmp_path: Path) -> None:

@@ -65,11 +65,30 @@ def register(sub: Any) -> None:
         "or a path); default: each known socket under --root, then the runtime's binary",
     )
     parser.add_argument(
+        "--runtime",
+        type=_runtime,
+        metavar="NAME://VERSION",
+        help="the node's runtime as the kubelet reports it (`kubectl get node NODE -o wide`, "
+        "CONTAINER-RUNTIME: containerd://2.1.6), instead of looking for it: in the installer's "
+        "pod, which mounts no runtime socket or binary of the node's",
+    )
+    parser.add_argument(
         "--output",
         choices=("text", "json"),
         default="text",
         help="text for people (the default), json for fleets (one document, `schema` 1)",
     )
+
+
+def _runtime(value: str) -> str:
+    """--runtime as argparse checks it: NAME://VERSION (probe.given), else a usage error."""
+    import argparse
+
+    try:
+        probe.given(value)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
 
 
 class Examined:
@@ -97,10 +116,12 @@ def examine(
     conf_dir: str | None = None,
     bin_dir: str | None = None,
     endpoint: str | None = None,
+    runtime: str | None = None,
 ) -> Examined:
     """Assess the node under `root` (UnreadableError when it cannot be read). `conf_dir`,
     `bin_dir`: as the node names them (default: the layout's, or its runtime config's);
-    `endpoint`: the runtime's CRI socket as seen from here (default: the known ones)."""
+    `endpoint`: the runtime's CRI socket as seen from here (default: the known ones);
+    `runtime`: the runtime as the kubelet reports it (NAME://VERSION), instead of looking."""
     if not os.path.isdir(root):
         raise UnreadableError(f"--root {clean(root)} is not a directory")
     try:
@@ -109,12 +130,13 @@ def examine(
         node = discover(root, node_conf, node_bin, row)
         _readable(node.conf_dir)
         packaged = matrix.packaged()
+        given = probe.given(runtime) if runtime is not None else None
     except UsageError as exc:
         raise UnreadableError(clean(exc)) from None
     except (OSError, matrix.MatrixError) as exc:
         raise UnreadableError(clean(exc)) from None
     found = Found()
-    found.runtime, found.tried = probe.runtime(root, endpoint)
+    found.runtime, found.tried = (given, []) if given else probe.runtime(root, endpoint)
     probe.behind(node, found)
     return Examined(report.assessment(found, packaged), root, row.name, node.conf_dir,
                     node.bin_dir)
@@ -141,7 +163,8 @@ def _readable(conf_dir: str) -> None:
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     try:
-        seen = examine(args.root, args.layout, args.conf_dir, args.bin_dir, args.runtime_endpoint)
+        seen = examine(args.root, args.layout, args.conf_dir, args.bin_dir,
+                       args.runtime_endpoint, args.runtime)
     except UnreadableError as exc:
         stderr.write(f"cni-delguard assess: cannot read the node: {exc}\n")
         return 2

@@ -75,6 +75,17 @@ BY_CRI_NAME = {n: r for r in RUNTIMES for n in r.cri_names}
 # --- the runtime -------------------------------------------------------------------------------
 
 
+def given(value: str) -> Runtime:
+    """The runtime as the kubelet reports it (`containerd://2.1.6`, `cri-o://1.36.3`): the CRI
+    Version's runtime_name and runtime_version, joined by `://` (node.status.nodeInfo).
+    UsageError for anything else."""
+    name, sep, version = value.partition("://")
+    if not sep or not name or not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z.+~_-]{0,63}", version):
+        raise UsageError(f"--runtime {value!r}: not NAME://VERSION (e.g. containerd://2.1.6)")
+    row = BY_CRI_NAME.get(name)
+    return Runtime(row.name if row else None, version, f"--runtime {name}://{version}", name)
+
+
 def runtime(root: str, endpoint: str | None) -> tuple[Runtime | None, list[str]]:
     """The node's runtime and version, and why each source tried before it gave none."""
     tried: list[str] = []

@@ -17,6 +17,12 @@ from cni_delguard.ops.assess import chains, matrix, ranges, verdict
 from cni_delguard.ops.assess.facts import Found
 
 SCHEMA = 1
+# Where to read the runtime when the node shows it nowhere assess can look (the installer's pod
+# mounts the node's CNI dirs alone: no runtime socket, binary or /proc of the node's).
+RUNTIME_HINT = (
+    "give it as `--runtime NAME://VERSION`, as `kubectl get node NODE -o wide` shows it "
+    "(CONTAINER-RUNTIME, e.g. containerd://2.1.6)"
+)
 RELEASE_VALVE = ("`cni-delguard release` frees a sandbox whose DEL keeps failing after a "
                  "completed ADD (docs/troubleshooting.md)")
 
@@ -48,7 +54,7 @@ def assessment(found: Found, m: matrix.Matrix) -> Assessment:
     where = ranges.of(rt.name, rt.version) if rt and rt.name and rt.version else None
     kind = chains.classify(found.behind)
     why = [why for bad, why in (
-        (rt is None, "the runtime was not found"),
+        (rt is None, f"the runtime was not found: {RUNTIME_HINT}"),
         (rt is not None and (rt.name is None or rt.version is None),
          f"runtime {rt.reported_name if rt else ''} {rt.version if rt else ''} is not one the "
          "matrix ran"),
