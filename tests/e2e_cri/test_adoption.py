@@ -36,6 +36,7 @@ from tests.e2e_cri.scenario import (
 )
 from tests.support import guard
 from tests.support.fakes import install_fake
+from tests.support.paths import widen
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.containerd
@@ -51,6 +52,7 @@ def install(node: Node) -> subprocess.CompletedProcess[str]:
     args = ["install", "--bin-dir", str(node.cni_bin), "--conf-dir", str(node.cni_conf),
             "--wrap", "multus", "--state-dir", str(guard_state(node)),
             "--log-file", str(guard_log(node)), "--log-level", "debug"]
+    widen(node.cni_bin)  # the node's state and log are under the temp dir (tests/support/paths.py)
     if guard.under_test() == "frozen":
         argv = [str(guard.frozen_binary()), *args]
     else:

@@ -28,6 +28,7 @@ from cni_delguard import __version__
 from cni_delguard.monitoring import series
 from tests.support import guard
 from tests.support.fakes import install_fake
+from tests.support.paths import widen
 from tests.support.guard import HOST_ARCH
 from tests.support.installerproc import WatchProc
 from tests.support.waiting import wait_for
@@ -63,6 +64,7 @@ class Node:
         self.conf.write_text(MULTUS_CONF)
         install_fake(self.bin, "stale-delegate", "stale_delegate.py")
         install_fake(self.bin, "undeletable", "undeletable_delegate.py")
+        widen(self.bin)  # the node's state and log are under the temp dir (tests/support/paths.py)
         self.watcher: WatchProc | None = None
 
     def args(self, *extra: str) -> list[str]:

@@ -59,8 +59,8 @@ def found(runtime: Runtime | None, behind: chains.Behind) -> Found:
                      "unmeasured: the matrix has no row of multus-thick, multus-thick-auto, "
                      "multus-thick-auto-v4.2.3 in this range", id="thick-not-run-in-range"),
         pytest.param(None, chains.Behind("multus", chains.NAME, "kube-ovn"), "unmeasured", False,
-                     "unmeasured: the runtime was not found; the matrix ran no chain of this "
-                     "kind", id="nothing-known"),
+                     "unmeasured: the runtime was not found: give it as `--runtime "
+                     "NAME://VERSION`", id="nothing-known"),
         pytest.param(Runtime(None, "27.0.0", "CRI", "docker"), THICK, "unmeasured", False,
                      "runtime docker 27.0.0 is not one the matrix ran", id="another-runtime"),
     ],
