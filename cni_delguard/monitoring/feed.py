@@ -115,7 +115,7 @@ class WatcherFeed:
             (m,): float(m == mode) for m in series.MODES
         }
         if mode is not None and mode not in series.MODES:
-            modes[(series.OTHER,)] = 1.0  # a conf the guard would refuse (README: mode)
+            modes[(series.OTHER,)] = 1.0  # a conf the guard would refuse (its mode)
         return {
             "ready": {(r,): float(r == reason) for r in series.VOCABULARY["reason"]},
             "node_guarded": {(): float(code == 0)},
