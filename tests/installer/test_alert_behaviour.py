@@ -20,9 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cni_delguard.monitoring import rules
+
 from .test_monitoring import COMPONENT, tool
 
 DATA = Path(__file__).parent / "data" / "monitoring"
+TEMPLATE = COMPONENT / "prometheusrule.template.yaml"
 CASES = sorted(DATA.glob("[0-9][0-9]-*.yaml"))
 # What a dashboard query's Grafana variables stand for here: every node, a 5-minute range.
 GRAFANA = {"$node": ".*", "$__rate_interval": "1m", "$__range": "5m", "$__interval": "1m"}
@@ -30,9 +33,10 @@ GRAFANA = {"$node": ".*", "$__rate_interval": "1m", "$__range": "5m", "$__interv
 
 def rules_for(settings: dict[str, str]) -> dict:
     """The rules as the monitoring overlay renders them for `settings` (its settings.yaml's
-    keys). Today's rules take no settings: they are the component's file."""
-    del settings
-    return yaml.safe_load((COMPONENT / "prometheusrule.yaml").read_text())["spec"]
+    keys: scrapeInterval, clusterLabel)."""
+    chosen = rules.Settings(interval=settings.get("scrapeInterval", rules.DEFAULT_INTERVAL),
+                            cluster=settings.get("clusterLabel", ""))
+    return yaml.safe_load(rules.render(TEMPLATE.read_text(), chosen))["spec"]
 
 
 def without_annotations(spec: dict) -> dict:

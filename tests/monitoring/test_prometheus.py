@@ -40,6 +40,7 @@ pytestmark = pytest.mark.skipif(
 
 REPO = Path(__file__).resolve().parents[2]
 COMPONENT = REPO / "installer/kustomize/components/monitoring"
+OVERLAY = REPO / "installer/kustomize/overlays/monitoring"
 MULTUS_CONF = """{"cniVersion":"0.3.1","name":"multus-cni-network","type":"multus",
 "kubeconfig":"/etc/cni/net.d/multus.d/multus.kubeconfig",
 "delegates":[{"cniVersion":"0.3.1","name":"net0","type":"bridge"}]}
@@ -122,7 +123,7 @@ def firing(prom: Prometheus, alertname: str) -> bool:
 
 
 def rules() -> dict:
-    doc = yaml.safe_load((COMPONENT / "prometheusrule.yaml").read_text())
+    doc = yaml.safe_load((OVERLAY / "prometheusrule.yaml").read_text())
     return doc["spec"]
 
 

@@ -21,7 +21,7 @@ from cni_delguard.ops import stats
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS_DIR = REPO / "cni_delguard" / "commands"
-RULES = REPO / "installer/kustomize/components/monitoring/prometheusrule.yaml"
+RULES = REPO / "installer/kustomize/overlays/monitoring/prometheusrule.yaml"  # the rendered ones
 
 
 def logged_decisions(paths: list[Path] | None = None) -> set[str]:
