@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -332,3 +333,36 @@ def test_the_ready_check_follows_the_dirs_the_watcher_moved_to(tmp_path):
     counts.where = dataclasses.replace(feed.plan.opts, conf_dir=str(moved))
     feed.refresh()
     assert value(feed, "ready", "plugin-missing") == 1.0  # the new conf names the guard
+
+
+# Run as root without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH: a dir or file of mode 000 then
+# answers EACCES, as an SELinux or AppArmor denial does on a node.
+CHILD = """
+import json, sys
+sys.path.insert(0, {repo!r})
+from pathlib import Path
+from tests.unit.test_feed import make_feed
+feed, _ = make_feed(Path({root!r}))
+feed.refresh()
+print(json.dumps({{"ready": [k[0] for k, v in feed.values["ready"].items() if v == 1],
+                  "errors": feed.values["refresh_errors"][()]}}))
+"""
+
+
+@pytest.mark.parametrize("unreadable", ["etc/cni/net.d", "etc/cni/net.d/00-multus.conf"])
+def test_a_conf_that_cannot_be_read_is_a_ready_state_not_a_failed_refresh(tmp_path, unreadable):
+    """EACCES from listing the conf dir or reading the conf: the node is not shown guarded
+    (conf-not-wrapped, which pages), and every refresh still succeeds; it used to escape
+    ready.status() and fail each one, leaving the node with no per-node value at all."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and util-linux's setpriv to drop CAP_DAC_OVERRIDE")
+    make_feed(tmp_path)
+    (tmp_path / "etc/cni/net.d/00-multus.conf").write_text('{"type": "multus"}')
+    (tmp_path / unreadable).chmod(0)
+    caps = "-dac_override,-dac_read_search"
+    repo = Path(__file__).resolve().parents[2]
+    r = subprocess.run(["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", "--",
+                        sys.executable, "-c", CHILD.format(repo=str(repo), root=str(tmp_path))],
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"ready": ["conf-not-wrapped"], "errors": 0}
