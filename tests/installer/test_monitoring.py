@@ -274,7 +274,7 @@ def test_promtool_accepts_the_rules(docs, tmp_path):
 def test_promtool_rejects_a_broken_rule(docs, tmp_path):
     """The check above can fail."""
     broken = json.loads(json.dumps(docs))
-    broken["PrometheusRule"]["spec"]["groups"][0]["rules"][0]["expr"] = "cni_delguard_ready_code =="
+    broken["PrometheusRule"]["spec"]["groups"][0]["rules"][0]["expr"] = "cni_delguard_ready =="
     r = subprocess.run([tool("promtool"), "check", "rules", str(rules_file(broken, tmp_path))],
                        capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode != 0

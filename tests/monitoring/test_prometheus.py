@@ -151,7 +151,8 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
     with Prometheus(prom_dir, {"test-node": f"127.0.0.1:{port}"}, rules()) as prom:
         prom.wait_value('up{job="cni-delguard"}', 1, BOUND)
         prom.wait_value("cni_delguard_node_guarded", 1, BOUND)
-        assert prom.value("cni_delguard_ready_code") == 0  # deprecated, still served
+        since = prom.value("cni_delguard_ready_since_timestamp_seconds")
+        assert since is not None and abs(since - time.time()) < BOUND  # guarded since the start
         assert prom.query("cni_delguard_ready") == {
             (("reason", r),): float(r == "guarded") for r in series.READY_REASONS.values()}
         assert prom.query("cni_delguard_mode") == {(("mode", "enforce"),): 1.0,
@@ -265,7 +266,7 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
         r = node.tool("uninstall", "--root", str(node.root))
         assert r.returncode == 0, r.stderr
         prom.wait_value("cni_delguard_node_guarded", 0, BOUND)
-        assert prom.value("cni_delguard_ready_code") == 13
+        assert prom.value("cni_delguard_ready_since_timestamp_seconds") > since  # since then
         assert prom.value('cni_delguard_ready{reason="uninstalled"}') == 1
         assert prom.value('cni_delguard_ready{reason="guarded"}') == 0
         assert prom.query("cni_delguard_mode") == {(("mode", "enforce"),): 0.0,

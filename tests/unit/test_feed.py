@@ -77,7 +77,7 @@ def test_counters_count_what_is_logged_while_the_watcher_runs(tmp_path):
     assert (value(feed, "rewraps"), value(feed, "backoffs"), value(feed, "watch_errors")) == (
         2, 1, 3)
     # No conf in this node root: the ready check's answer, as `cni-delguard ready` gives it.
-    assert (value(feed, "node_guarded"), value(feed, "ready_code")) == (0, 10)
+    assert value(feed, "node_guarded") == 0
     assert feed.values["ready"] == {(r,): float(r == "conf-not-wrapped")
                                     for r in series.READY_REASONS.values()}
     assert feed.values["mode"] == {("enforce",): 0.0, ("observe",): 0.0}  # no guard named
@@ -163,6 +163,24 @@ def test_the_ready_state_set_and_the_mode(tmp_path, conf, reason, mode):
     assert {k[0]: v for k, v in feed.values["mode"].items()} == expected
 
 
+def test_since_when_the_ready_answer_holds(tmp_path):
+    """cni_delguard_ready_since_timestamp_seconds: the refresh that first found the current
+    answer (the watcher's first, for the answer it starts with), kept while it holds."""
+    times = iter([1000.0, 1015.0, 1030.0, 1045.0])
+    feed, _ = make_feed(tmp_path)
+    feed.clock = lambda: next(times)
+    conf = tmp_path / "etc/cni/net.d/00-multus.conf"
+    feed.refresh()  # no conf: not wrapped, since the first refresh
+    feed.refresh()
+    assert (feed.reason, value(feed, "ready_since_timestamp_seconds")) == ("conf-not-wrapped",
+                                                                          1000.0)
+    conf.write_text(json.dumps(GUARDED_CONF))
+    feed.refresh()  # named, and no plugin: another answer, since this refresh
+    feed.refresh()
+    assert (feed.reason, value(feed, "ready_since_timestamp_seconds")) == ("plugin-missing",
+                                                                          1030.0)
+
+
 def test_a_failed_refresh_leaves_the_last_values_with_their_time_and_counts(tmp_path):
     """A refresh that fails is never served as current: the values stay those of the last
     good one, with its time, and refresh_errors_total says it failed."""
@@ -194,8 +212,7 @@ def test_the_oldest_attempted_marker_is_a_time_not_an_age(tmp_path):
     feed, _ = make_feed(tmp_path)
     marker(state, "net1", "c0", "completed", 1_700_000_000.0)
     feed.refresh()
-    assert feed.values["oldest_attempted_timestamp_seconds"] == {}
-    assert value(feed, "oldest_attempted_age_seconds") == 0  # the deprecated one: 0 for none
+    assert feed.values["oldest_attempted_timestamp_seconds"] == {}  # none: no sample, not 1970
     marker(state, "net1", "c1", "attempted", 1_700_000_100.0)
     marker(state, "net2", "c2", "attempted", 1_700_000_050.0)
     feed.refresh()

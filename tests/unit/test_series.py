@@ -83,16 +83,6 @@ def test_names_are_unique_and_prefixed_and_counters_end_in_total():
         assert s.help and s.source in (series.LOG, series.STATE, series.WATCH, series.BUILD)
 
 
-def test_deprecated_names_say_so_and_name_what_replaces_them():
-    exposed = {s.exposed for s in series.SERIES}
-    deprecated = {s.exposed: s for s in series.SERIES if s.deprecated}
-    assert set(deprecated) == {"cni_delguard_ready_code",
-                               "cni_delguard_oldest_attempted_age_seconds"}
-    for s in deprecated.values():
-        assert s.help_text.startswith("DEPRECATED")
-        assert s.deprecated.split("{")[0] in exposed  # the replacement exists
-    assert not any(s.help_text.startswith("DEPRECATED") for s in series.SERIES if not s.deprecated)
-
 
 def test_the_ready_reasons_are_the_ready_checks_codes():
     """node/ready.py's table of exit codes, as its docstring gives it, has one reason each."""
