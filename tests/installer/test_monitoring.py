@@ -343,6 +343,67 @@ def test_the_dashboard_asks_only_for_series_that_exist(docs):
     assert docs["ConfigMap"]["metadata"]["labels"] == {"grafana_dashboard": "1"}
 
 
+def panel(title: str) -> dict:
+    (found,) = [p for p in dashboard()["panels"] if p.get("title") == title]
+    return found
+
+
+def test_the_dashboard_reads_only_what_the_rules_record(docs):
+    recorded = {r["record"] for g in docs["PrometheusRule"]["spec"]["groups"] for r in g["rules"]
+                if "record" in r}
+    used = {m for e in dashboard_exprs() for m in RECORDED.findall(e)}
+    assert used and used <= recorded
+
+
+def test_the_node_list_is_the_nodes_expected_to_be_guarded():
+    """Every node the DaemonSet has a pod on (kube-state-metrics, through the recording rule),
+    so a node without a watcher is listed too; not only the nodes that have a target."""
+    (variable,) = [v for v in dashboard()["templating"]["list"] if v["name"] == "node"]
+    assert variable["query"]["query"] == "label_values(cni_delguard:node_expected, node)"
+    table = panel("Nodes")
+    assert "cni_delguard:node_unguarded" in table["targets"][0]["expr"]
+
+
+def test_nodes_not_guarded_counts_what_the_fleet_alert_counts(docs):
+    """The stat and CniDelguardFleetNotGuarded read one recorded series (the promtool case
+    12-dashboard-agrees evaluates both)."""
+    (target,) = panel("Nodes not guarded")["targets"]
+    fleet = rule_exprs(docs)["CniDelguardFleetNotGuarded"]
+    recorded = "cni_delguard:node_unguarded"
+    assert recorded in target["expr"] and recorded in fleet
+
+
+STATE = re.compile(r'reason="([a-z-]+)"')
+
+
+def test_a_state_timeline_shows_each_nodes_ready_state_over_time():
+    timeline = panel("Ready state per node")
+    assert timeline["type"] == "state-timeline"
+    (target,) = timeline["targets"]
+    assert set(STATE.findall(target["expr"])) == set(series.READY_REASONS.values())
+    mappings = timeline["fieldConfig"]["defaults"]["mappings"]
+    texts = {m["options"][k]["text"] for m in mappings for k in m["options"]}
+    assert set(series.READY_REASONS.values()) | {"no watcher"} == texts
+
+
+def overrides(table: dict) -> dict[str, dict[str, object]]:
+    return {o["matcher"]["options"]: {p["id"]: p["value"] for p in o["properties"]}
+            for o in table["fieldConfig"]["overrides"]}
+
+
+def test_the_node_table_sorts_by_state_and_shows_times_as_times():
+    """Sorted by a number (not guarded first), not by the reason as text; ages are durations
+    and "since" a time, never raw seconds."""
+    table = panel("Nodes")
+    (sort,) = table["transformations"][-1]["options"]["sort"]
+    by_field = overrides(table)
+    assert sort == {"field": "state", "desc": True}
+    assert {m["type"] for m in by_field["state"]["mappings"]} == {"value"}
+    assert by_field["since"]["unit"] == "dateTimeFromNow"
+    for age in ("oldest attempted ADD", "values read"):
+        assert by_field[age]["unit"] == "s", age
+
+
 def rule_exprs(docs) -> dict[str, str]:
     """Every rule's expression, by its alert's or its recording's name."""
     return {r.get("alert") or r["record"]: r["expr"]
