@@ -28,18 +28,17 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import tarfile
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.monitoring.prometheus import free_port
+from tests.support.alertmanager import api, running
 from tests.support.guard import HOST_ARCH
 from tests.support.image import IMAGE_TESTS, LIMITS, pod_options, podman
 from tests.support.kustomize import kubectl, render_all
@@ -327,49 +326,8 @@ def test_each_kubectl_command_line_is_one_kubectl_accepts(command, tmp_path):
 
 @pytest.fixture
 def alertmanager(tmp_path):
-    binary = shutil.which("prometheus-alertmanager")
-    if binary is None:
-        pytest.fail("no Alertmanager: tools/install-test-deps.sh installs Debian's")
-    port = free_port()
-    config = tmp_path / "alertmanager.yml"
-    config.write_text(yaml.safe_dump({"route": {"receiver": "none"},
-                                      "receivers": [{"name": "none"}]}))
-    log = (tmp_path / "alertmanager.log").open("wb")
-    proc = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.path={tmp_path / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
-        stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        assert proc.poll() is None, (tmp_path / "alertmanager.log").read_text()
-        try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:  # noqa: S310
-                return r.status == 200
-        except OSError:
-            return False
-
-    try:
-        wait_for(ready, "Alertmanager to be ready", 60, every=0.2)
+    with running(tmp_path, {"route": {"receiver": "none"}, "receivers": [{"name": "none"}]}) as url:
         yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-def api(url: str, path: str, body: object | None = None) -> object:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(f"{url}/api/v2/{path}", data=data,  # noqa: S310 - loopback
-                                 method="POST" if data else "GET",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as r:  # noqa: S310 - loopback
-        raw = r.read()
-    return json.loads(raw) if raw else None
 
 
 @pytest.mark.parametrize("command", by_kind("amtool"))
