@@ -26,10 +26,12 @@ import yaml
 
 from cni_delguard import __version__
 from cni_delguard.monitoring import series
+from cni_delguard.monitoring.rules import Settings, render
 from tests.support import guard
 from tests.support.fakes import install_fake
 from tests.support.guard import HOST_ARCH
 from tests.support.installerproc import WatchProc
+from tests.support.nodestate import log_lines
 from tests.support.waiting import wait_for
 
 from .prometheus import Prometheus
@@ -237,7 +239,8 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
                              for g in prom.api("rules")["groups"] for r in g["rules"]),
                  "every rule evaluated", BOUND, every=0.2, detail=lambda: str(prom.api("rules")))
         names = {r["name"] for g in prom.api("rules")["groups"] for r in g["rules"]}
-        assert names == {r["alert"] for g in rules()["groups"] for r in g["rules"]}
+        loaded = {r.get("alert") or r["record"] for g in rules()["groups"] for r in g["rules"]}
+        assert names == loaded
         for expr in dashboard_queries():
             prom.api("query", query=expr)  # asserts status success: it parsed and evaluated
 
@@ -339,4 +342,64 @@ def test_a_port_already_taken_is_one_line_and_the_node_stays_guarded(node):
         s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
         body = b"".join(iter(lambda: s.recv(65536), b""))
     assert b"cni_delguard_node_guarded 1.0" in body
+    assert node.stop() == 0, node.text()
+
+
+# The rules rendered for this suite's scrape interval, 1 s: every window is then a number of
+# seconds (the errors' 40 intervals, 40 s), so a watcher older than its windows is a minute away.
+FAST = Settings(interval="1s")
+WATCHER_AGE = 50.0  # seconds: past the errors' window of 40 intervals (40 s at 1 s)
+
+
+def fast_rules() -> dict:
+    template = (COMPONENT / "prometheusrule.template.yaml").read_text()
+    return yaml.safe_load(render(template, FAST))["spec"]
+
+
+# The alerts that fire on a count: what a Prometheus that read old counts as new ones would raise.
+ON_COUNTS = ("CniDelguardErrors", "CniDelguardWrapContested", "CniDelguardObserveWouldFree")
+
+
+def raised(prom: Prometheus) -> list[dict]:
+    """Alerts firing, and those on counts pending (before the first scrape of a new Prometheus,
+    CniDelguardNoTargets is pending for an evaluation or two: no target yet, for 15 minutes)."""
+    return [a for a in prom.api("alerts")["alerts"]
+            if a["state"] == "firing" or a["labels"]["alertname"] in ON_COUNTS]
+
+
+def test_a_prometheus_restarted_with_an_empty_tsdb_pages_nobody_for_old_counts(node, tmp_path):
+    """kube-prometheus-stack keeps its TSDB in an emptyDir by default: a Prometheus restarted (or
+    a new HA replica) sees each counter's current count as its first sample. A watcher that
+    counted an error a minute before, and was scraped then, is read again by a new, empty
+    Prometheus: no alert is pending or firing, for longer than the longest `for:` of an alert
+    that counts errors. The frozen watcher, Debian's Prometheus, the rules at 1 s."""
+    node.start("--metrics-address", "127.0.0.1:0", "--metrics-interval", "0.5")
+    port = node.metrics_port()
+    started = time.monotonic()
+    error = {"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": "DEL",
+             "decision": "error", "network": "n", "containerID": "c1", "ifname": "eth0"}
+    log_lines(node.log, [error])
+    first, second = tmp_path / "prometheus-1", tmp_path / "prometheus-2"
+    first.mkdir()
+    second.mkdir()
+    targets = {"test-node": f"127.0.0.1:{port}"}
+    errors = 'cni_delguard_decisions_total{command="DEL",decision="error"}'
+    with Prometheus(first, targets, fast_rules()) as prom:
+        prom.wait_value(errors, 1, BOUND)  # counted, and scraped
+        # The error is new to this Prometheus: CniDelguardErrors fires (the rules have teeth).
+        wait_for(lambda: firing(prom, "CniDelguardErrors"), "CniDelguardErrors to fire", BOUND,
+                 every=0.2, detail=lambda: str(prom.api("alerts")))
+    time.sleep(max(0.0, WATCHER_AGE - (time.monotonic() - started)))
+    with Prometheus(second, targets, fast_rules()) as prom:  # a new TSDB: nothing of the first
+        prom.wait_value(errors, 1, BOUND)
+        prom.wait_value('up{job="cni-delguard"}', 1, BOUND)
+        wait_for(lambda: all(r["health"] == "ok" and not r["lastEvaluation"].startswith("0001")
+                             for g in prom.api("rules")["groups"] for r in g["rules"]),
+                 "every rule evaluated", BOUND, every=0.2, detail=lambda: str(prom.api("rules")))
+        # Fifteen evaluations (one a second) with the counts as first samples: past
+        # CniDelguardErrors' `for:` (4 intervals), which a new-series rule would have tripped.
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            assert raised(prom) == [], prom.api("alerts")
+            time.sleep(0.5)
     assert node.stop() == 0, node.text()
