@@ -26,7 +26,7 @@ def check_conf(node: Node) -> list[Finding]:
                 "conf",
                 PROBLEM,
                 f"{name}, the conf the runtime uses, is not wrapped by "
-                f"cni-delguard: run `{text.command('install', node.root)}`",
+                f"cni-delguard: run `{install(node)}`",
                 node.conf_path,
             )
         ]
@@ -41,7 +41,7 @@ def check_conf(node: Node) -> list[Finding]:
                 "conf",
                 INFO,
                 "observe mode: every DEL is forwarded; the log says what the guard would "
-                f"have decided (`{text.command('install', node.root, '--mode', 'enforce')}` "
+                f"have decided (`{install(node, '--mode', 'enforce')}` "
                 "lets it decide)",
                 node.conf_path,
             )
@@ -54,7 +54,7 @@ def check_plugins(node: Node) -> list[Finding]:
     if node.guard is None:
         return []
     guard = os.path.join(node.bin_dir, PLUGIN_TYPE)
-    found = [_runs(guard, node.root)]
+    found = [_runs(guard, node)]
     delegate = node.guard.get("delegate")
     dtype = delegate.get("type") if isinstance(delegate, dict) else None
     if not isinstance(dtype, str) or not valid_name(dtype):
@@ -74,15 +74,21 @@ def check_plugins(node: Node) -> list[Finding]:
     return found
 
 
-def _runs(path: str, root: str) -> Finding:
+def install(node: Node, *argv: str) -> str:
+    """The install command for this node, with its layout: the one a runbook's `doctor --layout`
+    ran with, or the one found (an install with another would look in other dirs)."""
+    return text.command("install", node.root, "--layout", node.layout, *argv)
+
+
+def _runs(path: str, node: Node) -> Finding:
     if not os.access(path, os.X_OK):
         return Finding(
             "plugins",
             PROBLEM,
-            f"{path} is missing or not executable: run `{text.command('install', root)}`",
+            f"{path} is missing or not executable: run `{install(node)}`",
             path,
         )
-    versions, why = bundle.answers_version(path, root)
+    versions, why = bundle.answers_version(path, node.root)
     if versions is None:
         return Finding("plugins", PROBLEM, why, path)
     return Finding("plugins", OK, f"{path} runs (CNI versions {', '.join(map(str, versions))})")
