@@ -315,16 +315,24 @@ def test_clients_that_hold_the_endpoint_do_not_stall_the_guarding(node):
     assert os.path.exists(node.bin / "cni-delguard")
 
 
-def test_a_port_already_taken_is_one_line_and_the_node_stays_guarded(node):
-    """The frozen watcher asked to listen where another process already does: one line that says
-    so, and the guarding goes on (the conf wrapped, and wrapped again after multus rewrites it);
-    once the port is free, the endpoint comes up without a restart."""
+def test_a_port_already_taken_is_one_line_and_the_node_stays_guarded(node, tmp_path):
+    """The frozen watcher asked to listen where another process already does (which could answer
+    'guarded' in its place): one line that says so, `ready --live-file` (the monitoring
+    overlay's readiness probe) fails saying so, and the guarding goes on (the conf wrapped, and
+    wrapped again after multus rewrites it); once the port is free, the endpoint comes up without
+    a restart and the pod is ready again."""
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
     holder.listen()
     port = holder.getsockname()[1]
+    heartbeat = tmp_path / "live"
+
+    def ready() -> subprocess.CompletedProcess[str]:
+        return node.tool("ready", "--root", str(node.root), "--live-file", str(heartbeat))
+
     try:
-        node.start("--metrics-address", f"127.0.0.1:{port}", "--metrics-interval", "0.5")
+        node.start("--metrics-address", f"127.0.0.1:{port}", "--metrics-interval", "0.5",
+                   "--live-file", str(heartbeat))
         wait_for(node.guarded, "the node guarded", BOUND, every=0.2, detail=node.text)
         node.conf.write_text(MULTUS_CONF)
         wait_for(node.guarded, "the node guarded", BOUND, every=0.2, detail=node.text)
@@ -334,10 +342,15 @@ def test_a_port_already_taken_is_one_line_and_the_node_stays_guarded(node):
         said = [ln for ln in node.text().splitlines() if "metrics:" in ln]
         assert len(said) == 1, said
         assert f"cannot listen on 127.0.0.1:{port}" in said[0] and "still guarded" in said[0]
+        wait_for(lambda: ready().returncode == 16, "ready to fail on the port", BOUND, every=0.2,
+                 detail=lambda: str(ready()))
+        assert f"127.0.0.1:{port} is held by another process" in ready().stdout
     finally:
         holder.close()
     wait_for(lambda: "metrics: serving" in node.text(), "metrics: serving", BOUND, every=0.2,
              detail=node.text)
+    wait_for(lambda: ready().returncode == 0, "ready again", BOUND, every=0.2,
+             detail=lambda: str(ready()))
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
         body = b"".join(iter(lambda: s.recv(65536), b""))
