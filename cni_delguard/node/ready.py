@@ -12,6 +12,11 @@ pod's events) and its own exit code, so a probe failure says what is missing:
 | 11 | the plugin is missing or incomplete in the bin dir |
 | 12 | the plugin is there but does not answer VERSION |
 | 13 | an uninstall is in force (or, with `--uninstalled`, not yet complete) |
+| 16 | guarded, but (`--live-file`) the watcher's metrics port is held by another process |
+
+With `--live-file` (the monitoring overlay's probe), code 16: another process listening where the
+watcher's metrics were asked for could answer 'guarded' for the node; the pod is not Ready until
+the port is the watcher's.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from typing import NamedTuple
 from cni_delguard.guard import defaults
 from cni_delguard.node import actions, bundle, confdir, patch, record
 from cni_delguard.node.errors import InstallerError
+
+METRICS_NOT_SERVED = 16
 
 
 class Status(NamedTuple):

@@ -151,7 +151,12 @@ def test_the_component_adds_the_endpoint_and_changes_nothing_else(docs):
     mon, plain = json.loads(json.dumps(docs["DaemonSet"])), render("watch")
     (c,) = pod(mon)["containers"]
     assert c["args"][-2:] == ["--metrics-address", "[$(HOST_IP)]:10647"]
+    args = build_parser(sys.stdout, sys.stderr).parse_args(c["args"])
     c["args"] = c["args"][:-2]
+    # The readiness probe reads the watcher's heartbeat: not Ready while the port is another's.
+    probe = c["readinessProbe"]["exec"]["command"]
+    assert probe[-2:] == ["--live-file", args.live_file]
+    c["readinessProbe"]["exec"]["command"] = probe[:-2]
     del c["ports"]
     del c["env"]
     assert mon == plain

@@ -118,6 +118,8 @@ installer's own flags would make `uninstall` exit 2. */}}
 {{- $cmd := list "/usr/lib/cni-delguard/cni-delguard" "ready" "--root" (include "cni-delguard.root" .) -}}
 {{- if .Values.cni.hold }}{{ $cmd = append $cmd "--uninstalled" }}{{ end -}}
 {{- if ne .Values.cni.layout "auto" }}{{ $cmd = concat $cmd (list "--layout" .Values.cni.layout) }}{{ end -}}
+{{- /* Serving metrics: not Ready while another process holds the port (the monitoring component's). */ -}}
+{{- if include "cni-delguard.serves" . }}{{ $cmd = concat $cmd (list "--live-file" "/run/cni-delguard/live") }}{{ end -}}
 {{- toYaml $cmd -}}
 {{- end }}
 
