@@ -15,9 +15,10 @@ renders it with a real helm against every overlay, field by field):
 - Chart.yaml: `version` and `appVersion`, the project's version (cni_delguard.__version__,
   which pyproject.toml repeats); tools/build-chart.sh packages with them.
 - files/<name>: byte copies of the objects the kustomize tree keeps as plain files (the
-  monitoring component's PodMonitor, PrometheusRule and dashboard; the openshift overlay's
-  ServiceAccount and SecurityContextConstraints), which the chart reads with .Files.Get and
-  only names, labels and places in the release's namespace.
+  monitoring component's PodMonitor and dashboard; the openshift overlay's ServiceAccount and
+  SecurityContextConstraints), which the chart reads with .Files.Get and only names, labels and
+  places in the release's namespace; and of the rules' template (prometheusrule.template.yaml),
+  whose tokens the chart fills in as cni_delguard/monitoring/rules.py does.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ KUSTOMIZE = REPO / "installer" / "kustomize"
 # chart file <- the kustomize file it copies
 COPIES = {
     "files/podmonitor.yaml": "components/monitoring/podmonitor.yaml",
-    "files/prometheusrule.yaml": "components/monitoring/prometheusrule.yaml",
+    "files/prometheusrule.yaml": "components/monitoring/prometheusrule.template.yaml",
     "files/dashboard.json": "components/monitoring/dashboard.json",
     "files/serviceaccount.yaml": "overlays/openshift/serviceaccount.yaml",
     "files/scc.yaml": "overlays/openshift/scc.yaml",

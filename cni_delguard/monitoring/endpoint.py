@@ -4,39 +4,53 @@ line).
 
 Not prometheus-client's own `start_http_server`: that is wsgiref under ThreadingMixIn, one thread
 per connection with no limit and no timeout, so a client that connects and sends nothing holds a
-thread for ever, and a thousand of them a thousand threads. This one is bounded everywhere:
-- its own threads: the accept loop, and at most MAX_CLIENTS handlers; a connection beyond them
-  gets a 503 and is closed at once (nothing queues behind a slow client);
+thread for ever, and a thousand of them a thousand threads. Nor a pool of a few handler threads:
+four slots held by four idle connections, reopened as they were dropped, made every scrape a 503
+(and the node's alerts silent). This one is one thread and one loop (selectors) over non-blocking
+sockets, bounded everywhere:
+- a connection costs a socket and its buffers, never a thread: at most MAX_CONNECTIONS at once,
+  MAX_PER_SOURCE of them from one address; a new one is always taken in, and past either bound
+  the oldest one still sending its request (of that address, else of the address that has the
+  most) is dropped. A scraper sends its request as it connects, so idle connections, however many
+  and from wherever, are what goes: 64 of them do not stop a scrape (tests/installer/
+  test_endpoint.py);
 - a request must arrive whole within DEADLINE seconds and fit in MAX_REQUEST bytes, however
   slowly it trickles in; the answer must be taken within DEADLINE too;
-- one request per connection (HTTP/1.0, `Connection: close`): no idle keep-alive holds a slot.
+- one request per connection (HTTP/1.0, `Connection: close`): no idle keep-alive holds a socket.
 Prometheus scrapes with a new connection each time well within these bounds (a request of about
-300 bytes, an answer of about 5 KiB). The watcher's guarding never waits on any of it: it runs in
-its own thread, and everything here runs in threads of its own.
+300 bytes, an answer of about 5 KiB, rendered in about 2 ms in this thread). The watcher's guarding
+never waits on any of it: it runs in its own thread. A port another process listens on is never
+shared (no SO_REUSEPORT): the bind fails, and the exporter says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
+import selectors
 import socket
-import socketserver
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
 
 Render = Callable[[str], tuple[bytes, str]]  # the Accept header -> (body, content type)
-_Request = socket.socket | tuple[bytes, socket.socket]  # socketserver's (TCP: the socket)
 
 # Not in Prometheus' exporter range 9100-9999 (all allocated), nor a Kubernetes component's
 # (10248-10259), kube-ovn's (10660-10665), Antrea's (10349-10351), Calico's (9091, 9093) or
 # Cilium's (9962-9965), nor in Linux's ephemeral range (32768-60999).
 DEFAULT_PORT = 10647
-MAX_CLIENTS = 4
+# Connections open at once, and from one address. Prometheus HA scrapes each node from two
+# replicas, a debugging `curl` or two from elsewhere: 8 from one address is four times that; 64
+# in all is a few sockets and at most 64 x (8 KiB in + an answer out) of memory.
+MAX_CONNECTIONS = 64
+MAX_PER_SOURCE = 8
 MAX_REQUEST = 8192
 DEADLINE = 5.0
 PATH = "/metrics"
+POLL = 1.0  # seconds the loop waits at most, so that close() is seen
 
 
 class AddressError(ValueError):
@@ -100,101 +114,161 @@ class Endpoint:
     `start()` is called, until `close()`."""
 
     def __init__(self, host: str, port: int, render: Render) -> None:
-        self.server = _Server(host, port, render)
-        bound = self.server.socket.getsockname()
-        self.address = show(host, bound[1])
-        self.thread = threading.Thread(
-            target=self.server.serve_forever,
-            kwargs={"poll_interval": 1.0},
-            name="cni-delguard-metrics-http",
-            daemon=True,
-        )
+        self.render = render
+        self.listener = _listen(host, port)
+        self.address = show(host, self.listener.getsockname()[1])
+        self.stopped = threading.Event()
+        self.wake, self.waker = socket.socketpair()
+        self.conns: dict[socket.socket, _Conn] = {}
+        self.selector = selectors.DefaultSelector()
+        self.thread = threading.Thread(target=self._serve, name="cni-delguard-metrics-http",
+                                       daemon=True)
 
     def start(self) -> None:
         self.thread.start()
 
     def close(self) -> None:
+        self.stopped.set()
         if self.thread.is_alive():
-            self.server.shutdown()
-        self.server.server_close()
+            self.waker.send(b"x")
+            self.thread.join(10)
+        for s in (*self.conns, self.listener, self.wake, self.waker):
+            s.close()
+        self.conns.clear()
+        self.selector.close()
 
+    def _serve(self) -> None:
+        self.listener.setblocking(False)
+        self.selector.register(self.listener, selectors.EVENT_READ)
+        self.selector.register(self.wake, selectors.EVENT_READ)
+        while not self.stopped.is_set():
+            now = time.monotonic()
+            wait = min([POLL, *(c.deadline - now for c in self.conns.values())])
+            for key, _ in self.selector.select(max(0.0, wait)):
+                if key.fileobj is self.listener:
+                    self._accept()
+                elif key.fileobj is not self.wake:
+                    conn = self.conns.get(key.fileobj)  # type: ignore[call-overload]
+                    if conn is not None:  # not dropped earlier in this turn
+                        self._step(conn)
+            self._expire(time.monotonic())
 
-class _Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
-    daemon_threads = True  # a handler never keeps the process from exiting
-    allow_reuse_address = True  # a restarted watcher binds again past TIME_WAIT
-    request_queue_size = 16
+    def _accept(self) -> None:
+        for _ in range(MAX_CONNECTIONS):  # what is queued now; the rest at the next turn
+            try:
+                sock, peer = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # ECONNABORTED, EMFILE: the next turn tries again
+                return
+            sock.setblocking(False)
+            self._admit(_Conn(sock, str(peer[0]), time.monotonic() + DEADLINE))
 
-    def __init__(self, host: str, port: int, render: Render) -> None:
-        self.render = render
-        self.slots = threading.BoundedSemaphore(MAX_CLIENTS)
-        self.address_family = socket.AF_INET6 if ":" in host or not host else socket.AF_INET
+    def _admit(self, conn: _Conn) -> None:
+        """Take the new connection in; past a bound, drop the oldest one not being answered
+        (still sending its request, or answered and not closing): of the same address, else
+        of the address that has the most."""
+        idle = [c for c in self.conns.values() if c.state != WRITING]
+        same = [c for c in idle if c.source == conn.source]
+        if len(same) >= MAX_PER_SOURCE:
+            self._drop(same[0], 503)
+        elif len(self.conns) >= MAX_CONNECTIONS and idle:
+            busiest = Counter(c.source for c in idle).most_common(1)[0][0]
+            self._drop(next(c for c in idle if c.source == busiest), 503)
+        self.conns[conn.sock] = conn
+        self.selector.register(conn.sock, selectors.EVENT_READ)
+
+    def _step(self, conn: _Conn) -> None:
         try:
-            super().__init__((host or "::", port), _Handler)
-        except OSError:
-            if host:
-                raise
-            self.address_family = socket.AF_INET  # a node without IPv6: every IPv4 address
-            super().__init__(("0.0.0.0", port), _Handler)  # noqa: S104 - asked for: `:PORT`
+            if conn.state == READING:
+                self._read(conn)
+            elif conn.state == WRITING:
+                self._write(conn)
+            elif not conn.sock.recv(MAX_REQUEST):  # closing: what is left, until the client
+                self._close(conn)  # has closed too (no reset that could cut the answer short)
+        except OSError:  # a reset, a broken pipe: the client's problem
+            self._close(conn)
 
-    def server_bind(self) -> None:
-        if self.address_family == socket.AF_INET6:  # `::` takes IPv4 clients too
-            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        super().server_bind()
-
-    def process_request(self, request: _Request, client_address: Any) -> None:
-        if not self.slots.acquire(blocking=False):
-            if isinstance(request, socket.socket):
-                _answer_quietly(request, _response(503, b"busy\n", "text/plain"))
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self.slots.release()
-            raise
-
-    def process_request_thread(self, request: _Request, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self.slots.release()
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        """A client that misbehaves is its own problem: no traceback in the watcher's log."""
-
-
-class _Handler(socketserver.BaseRequestHandler):
-    request: socket.socket
-    server: _Server
-
-    def handle(self) -> None:
-        deadline = time.monotonic() + DEADLINE
-        head = _read_head(self.request, deadline)
-        if head is None:
-            return
-        answer = _answer(head, self.server.render)
-        self.request.settimeout(max(0.01, deadline - time.monotonic()))
-        self.request.sendall(answer)
-
-
-def _read_head(sock: socket.socket, deadline: float) -> bytes | None:
-    """The request line and headers, or None when they do not come whole in time or in size."""
-    data = b""
-    while b"\r\n\r\n" not in data and b"\n\n" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0 or len(data) >= MAX_REQUEST:
-            status = 408 if left <= 0 else 431
-            _answer_quietly(sock, _response(status, b"", "text/plain"))
-            return None
-        sock.settimeout(left)
-        try:
-            chunk = sock.recv(MAX_REQUEST - len(data))
-        except OSError:  # a timeout, or a reset
-            return None
+    def _read(self, conn: _Conn) -> None:
+        chunk = conn.sock.recv(MAX_REQUEST - len(conn.head))
         if not chunk:
-            return None
-        data += chunk
-    return data
+            self._close(conn)
+            return
+        conn.head += chunk
+        if b"\r\n\r\n" in conn.head or b"\n\n" in conn.head:
+            conn.out = _answer(conn.head, self.render)
+        elif len(conn.head) >= MAX_REQUEST:
+            conn.out = _response(431, b"", "text/plain")
+        else:
+            return
+        conn.state = WRITING
+        conn.deadline = time.monotonic() + DEADLINE  # the answer must be taken in time too
+        self.selector.modify(conn.sock, selectors.EVENT_WRITE)
+        self._write(conn)
+
+    def _write(self, conn: _Conn) -> None:
+        sent = conn.sock.send(conn.out)
+        conn.out = conn.out[sent:]
+        if not conn.out:  # all of it: say so (FIN), and read what the client still sends
+            conn.sock.shutdown(socket.SHUT_WR)
+            conn.state = CLOSING
+            self.selector.modify(conn.sock, selectors.EVENT_READ)
+
+    def _expire(self, now: float) -> None:
+        for conn in [c for c in self.conns.values() if c.deadline <= now]:
+            self._drop(conn, 408 if conn.state == READING else None)
+
+    def _drop(self, conn: _Conn, status: int | None) -> None:
+        if status is not None:
+            _answer_quietly(conn.sock, _response(status, b"", "text/plain"))
+        self._close(conn)
+
+    def _close(self, conn: _Conn) -> None:
+        self.conns.pop(conn.sock, None)
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(conn.sock)
+        conn.sock.close()
+
+
+READING, WRITING, CLOSING = "reading", "writing", "closing"
+
+
+@dataclass
+class _Conn:
+    sock: socket.socket
+    source: str  # the peer's address: what the per-source bound counts
+    deadline: float  # monotonic: by when the request (then the answer, the close) must be through
+    state: str = READING
+    head: bytes = b""
+    out: bytes = b""  # the answer, once the request is whole
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on `host` (`::` taking IPv4 clients too when no host is given, every
+    IPv4 address on a node without IPv6). SO_REUSEADDR, so that a restarted watcher binds
+    again past TIME_WAIT; never SO_REUSEPORT, so that a port another process listens on is
+    refused rather than shared."""
+    family = socket.AF_INET6 if ":" in host or not host else socket.AF_INET
+    try:
+        return _bound(family, host or "::", port)
+    except OSError:
+        if host:
+            raise
+        return _bound(socket.AF_INET, "0.0.0.0", port)  # noqa: S104 - asked for: `:PORT`
+
+
+def _bound(family: socket.AddressFamily, host: str, port: int) -> socket.socket:
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6 and host == "::":
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _answer(head: bytes, render: Render) -> bytes:

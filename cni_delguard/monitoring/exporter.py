@@ -17,6 +17,7 @@ feed.py's WatcherFeed, imported only when a watcher asks for metrics.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import threading
 from typing import Any, Protocol
@@ -25,6 +26,12 @@ from cni_delguard.monitoring import endpoint
 from cni_delguard.node import actions, watch
 from cni_delguard.node import options as where
 from cni_delguard.tooling import UsageError
+
+
+class Said(Protocol):
+    """Where the watcher keeps what its heartbeat carries (watch.Counts)."""
+
+    metrics: str
 
 
 class Feed(Protocol):
@@ -84,7 +91,8 @@ def start(
 
     plan = Plan(opts, log_file, counts, args.stuck_after, args.metrics_interval)
     textfile = where.under(args.root, args.metrics_file) if args.metrics_file else None
-    metrics = Exporter(WatcherFeed(plan), args.metrics_address, textfile, plan.interval, say)
+    metrics = Exporter(WatcherFeed(plan), args.metrics_address, textfile, plan.interval, say,
+                       counts)
     metrics.start()
     return metrics
 
@@ -97,8 +105,10 @@ class Exporter:
         textfile: str | None,
         interval: float,
         say: actions.Say,
+        counts: Said | None = None,
     ) -> None:
         self.feed, self.address, self.textfile = feed, address, textfile
+        self.counts = counts
         self.interval, self.say, self.said = interval, say, watch.Once(say)
         self.endpoint: endpoint.Endpoint | None = None
         self.bind: tuple[str, int] | None = None
@@ -147,10 +157,17 @@ class Exporter:
         try:
             self.endpoint = endpoint.Endpoint(*self.bind, self.feed.render)
         except OSError as exc:
+            if exc.errno == errno.EADDRINUSE and self.counts is not None:
+                # Another process listens there, and could answer for this node: the pod's
+                # readiness probe says so (`ready --live-file`) until the port is this one's.
+                self.counts.metrics = (f"metrics: {endpoint.show(*self.bind)} is held by another "
+                                       "process; its metrics are not this watcher's")
             return (
                 f"metrics: cannot listen on {endpoint.show(*self.bind)}: {exc}; the node is "
                 f"still guarded, trying again every {self.interval:g} s"
             )
+        if self.counts is not None:
+            self.counts.metrics = ""
         self.endpoint.start()
         self.say(f"metrics: serving http://{self.endpoint.address}{endpoint.PATH}")
         return ""

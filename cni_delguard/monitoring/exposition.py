@@ -46,18 +46,18 @@ def _family(s: Series, samples: dict[tuple[str, ...], float | Histogram]) -> Met
     name = f"{series.PREFIX}_{s.name}"
     family: CounterMetricFamily | GaugeMetricFamily | InfoMetricFamily | HistogramMetricFamily
     if s.kind == series.INFO:
-        family = InfoMetricFamily(name, s.help_text, labels=[])
+        family = InfoMetricFamily(name, s.help, labels=[])
         for labels in sorted(samples):
             family.add_metric([], dict(zip(s.labels, labels, strict=True)))
         return family
     if s.kind == series.HISTOGRAM:
-        family = HistogramMetricFamily(name, s.help_text, labels=list(s.labels))
+        family = HistogramMetricFamily(name, s.help, labels=list(s.labels))
         for labels, h in sorted(samples.items()):
             assert isinstance(h, Histogram)  # noqa: S101 - the registry's kind says so
             family.add_metric(list(labels), h.cumulative(), h.total)
         return family
     kind = CounterMetricFamily if s.kind == series.COUNTER else GaugeMetricFamily
-    family = kind(name, s.help_text, labels=list(s.labels))
+    family = kind(name, s.help, labels=list(s.labels))
     for labels, value in sorted(samples.items()):
         assert not isinstance(value, Histogram)  # noqa: S101 - the registry's kind says so
         family.add_metric(list(labels), value)

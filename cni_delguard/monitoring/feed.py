@@ -62,6 +62,9 @@ class WatcherFeed:
         self.build = metrics.build_values()  # the bundle's build info: read once, it never changes
         self.errors = 0  # refreshes that failed
         self.values: Values = {}
+        # The ready check's answer and the refresh that first found it ("since when").
+        self.reason: str | None = None
+        self.since = 0.0
 
     def refresh(self) -> None:
         try:
@@ -92,7 +95,7 @@ class WatcherFeed:
         values = metrics.assemble(
             self.counts, self.streaks, log, state_dir, now, self.threshold, self.build
         )
-        values.update(self._watch_values())
+        values.update(self._watch_values(now))
         values["last_refresh_timestamp_seconds"] = {(): round(now, 3)}
         return values
 
@@ -107,10 +110,12 @@ class WatcherFeed:
                 pass  # no log yet, or unreadable: the Tail counts that
         self.tail = Tail(log)
 
-    def _watch_values(self) -> Values:
+    def _watch_values(self, now: float) -> Values:
         code, _, mode = ready.status(self.plan.counts.where or self.plan.opts)
         c = self.plan.counts
         reason = series.READY_REASONS.get(code, series.OTHER)
+        if reason != self.reason:
+            self.reason, self.since = reason, round(now, 3)
         modes: dict[tuple[str, ...], float | series.Histogram] = {
             (m,): float(m == mode) for m in series.MODES
         }
@@ -119,7 +124,7 @@ class WatcherFeed:
         return {
             "ready": {(r,): float(r == reason) for r in series.VOCABULARY["reason"]},
             "node_guarded": {(): float(code == 0)},
-            "ready_code": {(): float(code)},
+            "ready_since_timestamp_seconds": {(): self.since},
             "mode": modes,
             "rewraps": {(): float(c.rewraps)},
             "repairs": {(): float(c.repairs)},

@@ -82,7 +82,7 @@ def assemble(
     values = counts.values()
     values.update(log)
     values["stuck_strict_dels"] = {(): float(len(streaks.stuck(now, threshold)))}
-    values.update(marker_values(state_dir, now))
+    values.update(marker_values(state_dir))
     values.update(build)
     return values
 
@@ -99,10 +99,10 @@ def log_values(readable: bool, read_errors: int, malformed: int) -> Values:
     }
 
 
-def marker_values(state_dir: str, now: float) -> Values:
-    """The markers by state, when the oldest attempted one was written (and its age, the
-    deprecated series), and whether the dir could be read (an unsafe or unreadable state dir is
-    reported, never fatal; a missing one has no marker)."""
+def marker_values(state_dir: str) -> Values:
+    """The markers by state, when the oldest attempted one was written, and whether the dir
+    could be read (an unsafe or unreadable state dir is reported, never fatal; a missing one has
+    no marker)."""
     try:
         found, readable = scan.markers(state_dir), 1.0
     except FileNotFoundError:
@@ -116,13 +116,11 @@ def marker_values(state_dir: str, now: float) -> Values:
         by_state[key] = by_state.get(key, 0.0) + 1
         if m.state == ATTEMPTED and m.time is not None:
             oldest = m.time if oldest is None else min(oldest, m.time)
-    age = 0.0 if oldest is None else max(0.0, now - oldest)
     return {
         "state_readable": {(): readable},
         "markers": {(s,): n for s, n in by_state.items()},
-        # No sample when there is none: 0 would read as 1970, and an age of 0 as "just now".
+        # No sample when there is none: 0 would read as 1970 (and an age of 0 as "just now").
         "oldest_attempted_timestamp_seconds": {} if oldest is None else {(): oldest},
-        "oldest_attempted_age_seconds": {(): round(age, 1)},
     }
 
 

@@ -3,10 +3,10 @@ which part of the node has its value.
 
 The scrape endpoint (`install --watch --metrics-address`) and the textfile (`stats --prometheus`,
 `install --watch --metrics-file`) both render this table through prometheus-client
-(monitoring/metrics.py); docs/monitoring.md lists the same names (tests/unit/test_series.py
-keeps them in step). A label's values come from a closed vocabulary (VOCABULARY): the decision log
-is a file anyone with root can write, and a value from it that is not in the vocabulary is counted
-as "other", so no file can make the label set grow. No pod name, container ID or free-text reason is
+(monitoring/metrics.py); docs/monitoring.md lists the same names (tests/unit/test_series.py keeps
+them in step). A label's values come from a closed vocabulary (VOCABULARY): the decision log is a
+file anyone with root can write, and a value from it that is not in the vocabulary is counted as
+"other", so no file can make the label set grow. No pod name, container ID or free-text reason is
 ever a label value.
 
 Every label set a series can have is exported from the start, at 0 (`Series.label_sets`): a
@@ -119,19 +119,12 @@ class Series:
     # The label sets it has from the start, at 0; None: every combination of the labels'
     # vocabularies (for `decisions`, the pairs a command can log).
     label_sets: tuple[tuple[str, ...], ...] | None = None
-    deprecated: str = ""  # what replaces it: kept for one release, said in its help
 
     @property
     def exposed(self) -> str:
         """The name as Prometheus stores it."""
         suffix = {COUNTER: "_total", INFO: "_info"}.get(self.kind, "")
         return f"{PREFIX}_{self.name}{suffix}"
-
-    @property
-    def help_text(self) -> str:
-        if not self.deprecated:
-            return self.help
-        return f"DEPRECATED, removed in the next release: use {self.deprecated}. {self.help}"
 
     def initial(self) -> tuple[tuple[str, ...], ...]:
         """Every label set this series has before anything happened."""
@@ -220,13 +213,6 @@ SERIES = (
         label_sets=(),
     ),
     Series(
-        "oldest_attempted_age_seconds",
-        GAUGE,
-        "age of the oldest attempted marker (an ADD that never completed); 0 when none",
-        STATE,
-        deprecated="cni_delguard_oldest_attempted_timestamp_seconds",
-    ),
-    Series(
         "ready",
         GAUGE,
         "the ready check (`cni-delguard ready`) as a state set: 1 for the reason that holds, 0 "
@@ -242,12 +228,11 @@ SERIES = (
         WATCH,
     ),
     Series(
-        "ready_code",
+        "ready_since_timestamp_seconds",
         GAUGE,
-        "exit code of the ready check: 0 guarded, 10 conf not wrapped, 11 plugin missing or "
-        "incomplete, 12 plugin does not run, 13 uninstalled",
+        "since when the ready check has given its current answer (cni_delguard_ready), in "
+        "seconds since the epoch: the refresh that first found it, or this watcher's first",
         WATCH,
-        deprecated='cni_delguard_ready{reason}',
     ),
     Series(
         "mode",

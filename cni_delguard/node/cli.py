@@ -127,6 +127,12 @@ def register(sub: Any, metrics: Metrics | None = None, assess: Assess | None = N
     probe.add_argument(
         "--uninstalled", action="store_true", help="ready when the guard is off the node instead"
     )
+    probe.add_argument(
+        "--live-file",
+        metavar="PATH",
+        help="the watcher's heartbeat (its --live-file): also not ready while it says its "
+        "metrics port is held by another process (exit 16)",
+    )
 
 
 def _add_where(p: argparse.ArgumentParser) -> None:
@@ -399,6 +405,9 @@ def _ready(args: argparse.Namespace, out: TextIO) -> int:
         # uninstall record (in the state dir every layout shares) says whether that is so.
         opts = dataclasses.replace(options(args, needs=("state_dir",)), conf_file=None)
     code, line = (ready.uninstalled if args.uninstalled else ready.guarded)(opts)
+    if code == 0 and args.live_file and (problem := live.metrics_problem(args.live_file,
+                                                                         time.time())):
+        code, line = ready.METRICS_NOT_SERVED, f"not ready: {problem}"
     out.write(line + "\n")
     return code
 
@@ -430,7 +439,7 @@ def _heartbeat(args: argparse.Namespace, counts: watch.Counts) -> Callable[[], N
     if not args.live_file:
         return lambda: None
     heart = live.Heartbeat(args.live_file)
-    return lambda: heart.beat(counts.unfixed)
+    return lambda: heart.beat(counts.unfixed, counts.metrics)
 
 
 def _wait_for_conf(opts: actions.Options, seconds: float, say: actions.Say) -> None:

@@ -37,24 +37,40 @@ class Heartbeat:
                  every: float = 1.0) -> None:
         self.path, self.clock, self.every = path, clock, every
         self.since: float | None = None
-        self.problem = ""
+        self.said = ("", "")
         self.written = -math.inf
 
-    def beat(self, problem: str) -> None:
+    def beat(self, problem: str, metrics: str = "") -> None:
+        """`problem`: why the plugin cannot be put in place; `metrics`: why the metrics cannot
+        be served (for `ready --live-file`); '' for none."""
         now = self.clock()
         if problem and self.since is None:
             self.since = now
         elif not problem:
             self.since = None
-        if problem == self.problem and now - self.written < self.every:
+        said = (problem, metrics)
+        if said == self.said and now - self.written < self.every:
             return
-        self.problem = problem
-        body = {"time": now, "unfixedSince": self.since, "problem": problem}
+        self.said = said
+        body = {"time": now, "unfixedSince": self.since, "problem": problem, "metrics": metrics}
         tmp = f"{self.path}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(body, f)
         os.replace(tmp, self.path)
         self.written = now
+
+
+def metrics_problem(path: str, now: float, stale: float = STALE) -> str:
+    """What a fresh heartbeat says keeps the metrics from being served ('' for nothing, or for
+    no fresh heartbeat: that is the liveness probe's to judge)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            body = json.load(f)
+        beat, said = float(body["time"]), body.get("metrics", "")
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    fresh = math.isfinite(beat) and now - beat <= stale
+    return said if fresh and isinstance(said, str) else ""
 
 
 def check(path: str, now: float, stale: float = STALE, grace: float = GRACE) -> tuple[int, str]:

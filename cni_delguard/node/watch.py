@@ -115,6 +115,10 @@ class Counts:
     # Why the plugin cannot be put where the runtime looks ('' while it can): the liveness
     # heartbeat (live.py) reports it, and a restart follows when it lasts.
     unfixed: str = ""
+    # Why the metrics cannot be served where they were asked for ('' while they can): their
+    # port held by another process. The metrics thread writes it; the heartbeat carries it to
+    # `ready --live-file`.
+    metrics: str = ""
 
 
 @dataclass

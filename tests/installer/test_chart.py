@@ -16,6 +16,7 @@ import copy
 import functools
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -27,10 +28,10 @@ import yaml
 
 from cni_delguard import __version__
 from cni_delguard.cli import build_parser
-from cni_delguard.monitoring import endpoint
+from cni_delguard.monitoring import endpoint, rules
 from cni_delguard.node import layouts
 from tests.support.helm import CHART, by_kind
-from tests.support.kustomize import render_all
+from tests.support.kustomize import KUSTOMIZE, render_all, render_dir
 from tests.support.objdiff import HELM_LABELS, diff, diff_objects, key
 
 from .test_manifests import OVERLAYS, VERSIONS, pod
@@ -39,6 +40,7 @@ from .test_monitoring import round_trip
 REPO = Path(__file__).resolve().parents[2]
 CI = CHART / "ci"
 GENERATOR = REPO / "tools" / "generate-chart.py"
+TEMPLATE = REPO / "installer/kustomize/components/monitoring/prometheusrule.template.yaml"
 # ci/ values files that are no overlay's: every value away from its default at once.
 EXTRAS = ("everything",)
 VALUES = sorted(p.name.removesuffix("-values.yaml") for p in CI.glob("*-values.yaml"))
@@ -71,10 +73,66 @@ def test_each_overlay_has_a_values_file_and_each_values_file_an_overlay():
     assert set(VALUES) == set(OVERLAYS) | set(EXTRAS)
 
 
+# Objects an overlay holds only so that `kubectl delete -k` deletes them (kubectl apply never
+# removes an object; helm deletes what it no longer renders): the monitoring uninstall's PodMonitor
+# and its emptied rules, which the chart does not render while holding.
+ONLY_TO_BE_DELETED = {"uninstall-monitoring": {"PodMonitor", "PrometheusRule"}}
+
+
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_the_chart_renders_what_the_overlay_renders(helm, overlay):
     chart = helm.render(values=values_file(overlay))
-    assert diff_objects(overlay_docs(overlay), chart) == []
+    gone = ONLY_TO_BE_DELETED.get(overlay, set())
+    docs = [d for d in overlay_docs(overlay) if d["kind"] not in gone]
+    assert diff_objects(docs, chart) == []
+    assert not [d for d in chart if d["kind"] in gone]
+
+
+def monitoring_overlay(tmp_path: Path, **settings: str) -> list[dict]:
+    """overlays/monitoring with other settings, its rules rendered again for them
+    (tools/render-rules.py), as a user's copy of it would be."""
+    own = tmp_path / "monitoring"
+    shutil.copytree(KUSTOMIZE / "overlays/monitoring", own)
+    doc = yaml.safe_load((own / "settings.yaml").read_text())
+    doc["spec"].update(settings)
+    (own / "settings.yaml").write_text(yaml.safe_dump(doc))
+    r = subprocess.run([sys.executable, str(REPO / "tools/render-rules.py"), str(own)],
+                       capture_output=True, text=True, timeout=60, check=False)
+    assert r.returncode == 0, r.stderr
+    kustomization = yaml.safe_load((own / "kustomization.yaml").read_text())
+    rel = os.path.relpath(KUSTOMIZE, own)
+    kustomization["resources"][0] = f"{rel}/overlays/watch"
+    kustomization["components"] = [f"{rel}/components/monitoring"]
+    (own / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    return render_dir(own)
+
+
+@pytest.mark.parametrize(
+    ("settings", "values"),
+    [
+        pytest.param({"clusterLabel": "cluster"},
+                     ["--set", "prometheus.prometheusRule.clusterLabel=cluster"], id="cluster"),
+        pytest.param({"scrapeInterval": "60s"},
+                     ["--set", "prometheus.podMonitor.interval=60s"], id="interval-60s"),
+        pytest.param({"scrapeInterval": "1m30s", "clusterLabel": "k8s_cluster"},
+                     ["--set", "prometheus.podMonitor.interval=1m30s",
+                      "--set", "prometheus.prometheusRule.clusterLabel=k8s_cluster"],
+                     id="both"),
+    ],
+)
+def test_the_chart_renders_the_overlays_rules_for_the_same_settings(helm, tmp_path, settings,
+                                                                   values):
+    """The rules' template has two renderers, the chart's (Helm's templates) and the overlays'
+    (cni_delguard/monitoring/rules.py): for the same settings, the same objects."""
+    chart = helm.render(*values, values=values_file("monitoring"))
+    assert diff_objects(monitoring_overlay(tmp_path, **settings), chart) == []
+
+
+def test_the_rules_comparison_does_catch_another_interval(helm, tmp_path):
+    """The comparison above can fail: rules rendered for 60 s are not the chart's for 15 s."""
+    found = diff_objects(monitoring_overlay(tmp_path, scrapeInterval="60s"),
+                         helm.render(values=values_file("monitoring")))
+    assert [d for d in found if d.startswith(".PrometheusRule/cni-delguard.spec.groups")], found
 
 
 @pytest.mark.parametrize(
@@ -239,8 +297,10 @@ def test_holding_passes_none_of_the_installers_flags(helm):
     assert c["args"] == ["uninstall", "--root", "/host", "--hold", "--layout", "k3s"]
     assert "ports" not in c
     kinds = by_kind(helm.render("--set", "cni.hold=true", values=values_file("everything")))
-    assert "PodMonitor" not in kinds  # nothing to scrape; the rules and dashboard stay
-    assert {"PrometheusRule", "ConfigMap"} <= kinds.keys()
+    # Nothing to scrape, and a planned uninstall pages nobody: the PodMonitor and the rules go
+    # (helm deletes them); the dashboard stays.
+    assert {"PodMonitor", "PrometheusRule"}.isdisjoint(kinds)
+    assert "ConfigMap" in kinds
 
 
 def test_the_chart_refuses_a_cluster_older_than_the_schemas_it_is_checked_against(helm):
@@ -302,19 +362,27 @@ def test_the_monitoring_values_reach_their_objects(helm):
     assert values["podMonitor"]["labels"].items() <= monitor["metadata"]["labels"].items()
     assert {e["interval"] for e in monitor["spec"]["podMetricsEndpoints"]} == {"30s"}
     assert values["prometheusRule"]["labels"].items() <= rule["metadata"]["labels"].items()
-    plain = by_kind(overlay_docs("monitoring"))["PrometheusRule"]
-    urls = {r["alert"]: r["annotations"]["runbook_url"] for r in rule["spec"]["groups"][0]["rules"]}
+    # The rules as rendered for the values' interval and cluster label (the overlay's renderer).
+    settings = rules.Settings(interval=values["podMonitor"]["interval"],
+                              cluster=values["prometheusRule"]["clusterLabel"],
+                              namespace=rule["metadata"]["namespace"])
+    plain = yaml.safe_load(rules.render(TEMPLATE.read_text(), settings))
+    assert rule["metadata"]["annotations"] == {"cni-delguard/scrape-interval": "30s"}
+    alerts = [r for r in rule["spec"]["groups"][0]["rules"] if "alert" in r]
+    urls = {r["alert"]: r["annotations"]["runbook_url"] for r in alerts}
     for r in plain["spec"]["groups"][0]["rules"]:
-        section = r["annotations"]["runbook_url"].split("#", 1)[1]
-        assert urls[r["alert"]] == f"{values['prometheusRule']['runbookUrl']}#{section}"
+        if "alert" in r:
+            section = r["annotations"]["runbook_url"].split("#", 1)[1]
+            assert urls[r["alert"]] == f"{values['prometheusRule']['runbookUrl']}#{section}"
     # Only the links changed: the expressions and the Prometheus templates in the text are the
-    # component's, never rendered by helm.
+    # template's, never rendered by helm.
     stripped = copy.deepcopy(rule)
-    for r in stripped["spec"]["groups"][0]["rules"]:
-        r["annotations"]["runbook_url"] = "-"
-    for r in plain["spec"]["groups"][0]["rules"]:
-        r["annotations"]["runbook_url"] = "-"
+    for spec in (stripped["spec"], plain["spec"]):
+        for r in spec["groups"][0]["rules"]:
+            if "annotations" in r:
+                r["annotations"]["runbook_url"] = "-"
     assert stripped["spec"] == plain["spec"]
+    assert "by (cluster, job, namespace, node)" in json.dumps(stripped["spec"])
     board = docs["ConfigMap"]
     assert board["metadata"]["namespace"] == "monitoring"
     assert board["metadata"]["labels"]["grafana_dashboards"] == "cni"

@@ -145,22 +145,18 @@ def test_a_client_that_trickles_its_request_is_cut_off(served):
     assert answer in (b"", ) or answer.startswith(b"HTTP/1.0 408")
 
 
-def test_silent_clients_take_the_slots_and_the_scrape_gets_through_after_the_deadline(served):
+def test_past_the_bound_the_oldest_silent_client_is_dropped_and_told_so(served):
+    """From one address, MAX_PER_SOURCE connections are kept: each one more drops the oldest
+    that is still silent (a 503, then closed), never the newcomer; the others, at the deadline
+    (a 408). Either way a scrape is served."""
     _, port = served
-    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(endpoint.MAX_CLIENTS)]
+    idle = idle_connections(port, "127.0.0.1", endpoint.MAX_PER_SOURCE + 1)
     try:
-        time.sleep(0.3)
-        # All slots held: a further client is told so at once rather than queued behind them.
-        assert raw(port, b"GET /metrics HTTP/1.0\r\n\r\n").startswith(b"HTTP/1.0 503")
-        # The silent ones are dropped at the deadline; then a scrape is served.
-        deadline = time.monotonic() + endpoint.DEADLINE + 10
-        status = 0
-        while time.monotonic() < deadline:
-            status, _ = get(port)
-            if status == 200:
-                break
-            time.sleep(0.2)
-        assert status == 200
+        idle[0].settimeout(10)
+        assert idle[0].recv(100).startswith(b"HTTP/1.0 503")
+        idle[1].settimeout(endpoint.DEADLINE + 10)
+        assert idle[1].recv(100).startswith(b"HTTP/1.0 408")
+        assert get(port) == (200, BODY)
     finally:
         for s in idle:
             s.close()
@@ -265,3 +261,67 @@ def test_a_host_ip_not_given_is_one_line_naming_it(monkeypatch):
     assert ex.endpoint is None
     assert len(said) == 1 and "$(HOST_IP) is not set" in said[0], said
     assert "status.hostIP" in said[0] and "still guarding" in said[0]
+
+
+IDLE = 64  # the issue's N: connections that connect and send nothing
+
+
+def idle_connections(port: int, source: str, count: int = IDLE) -> list[socket.socket]:
+    return [socket.create_connection(("127.0.0.1", port), source_address=(source, 0))
+            for _ in range(count)]
+
+
+@pytest.mark.parametrize("source", ["127.0.0.1", "127.0.0.2"], ids=["same-source", "another"])
+def test_64_idle_connections_do_not_stop_a_scrape(served, source):
+    """64 connections that send nothing, reopened as soon as they are dropped (what a client
+    that wants the node's alerts silent does): every scrape is still served, at once, whether
+    they come from the scraper's own address or from another."""
+    _, port = served
+    idle = idle_connections(port, source)
+    try:
+        time.sleep(0.3)
+        for _ in range(10):
+            start = time.monotonic()
+            assert get(port, timeout=endpoint.DEADLINE - 1) == (200, BODY)
+            assert time.monotonic() - start < endpoint.DEADLINE - 1
+            for i, s in enumerate(idle):  # reopen what the server dropped
+                s.setblocking(False)
+                try:
+                    dropped = s.recv(1) == b""
+                except BlockingIOError:
+                    dropped = False
+                except OSError:
+                    dropped = True
+                if dropped:
+                    s.close()
+                    (idle[i],) = idle_connections(port, source, 1)
+    finally:
+        for s in idle:
+            s.close()
+
+
+class Counts:
+    metrics = ""
+
+
+def test_a_port_another_process_holds_is_said_where_the_ready_probe_reads_it():
+    """The watcher cannot serve on a port another process listens on (which could answer
+    'guarded' for it): what it says goes into the watcher's counts, which its heartbeat carries
+    to `ready --live-file`; once the port is free and served, it is cleared."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    counts = Counts()
+    ex = Exporter(Feed(), f"127.0.0.1:{port}", None, 0.05, lambda _: None, counts=counts)
+    ex.start()
+    try:
+        wait_for(lambda: counts.metrics, "the exporter to say the port is held", 10)
+        assert f"127.0.0.1:{port}" in counts.metrics
+        assert "another process" in counts.metrics
+        holder.close()
+        wait_for(lambda: ex.endpoint is not None, "the endpoint to start", 10)
+        assert counts.metrics == ""
+    finally:
+        ex.stop()
+        holder.close()

@@ -60,3 +60,16 @@ def test_the_heartbeat_is_written_at_most_once_a_second_while_nothing_changes(tm
     clock.now += 0.6
     heart.beat("")
     assert json.loads(path.read_text())["time"] == 1001.1
+
+
+def test_the_heartbeat_carries_what_keeps_the_metrics_from_being_served(tmp_path):
+    """`ready --live-file` fails while the watcher's metrics port is held by another process
+    (code 16, saying so), and not when the heartbeat is stale: that is the liveness probe's."""
+    path = str(tmp_path / "live")
+    held = "metrics: 127.0.0.1:10647 is held by another process"
+    live.Heartbeat(path, clock=lambda: 1000.0).beat("", held)
+    assert live.metrics_problem(path, 1001.0) == held
+    assert live.check(path, 1001.0)[0] == 0  # live all the same: a restart would not help
+    assert live.metrics_problem(path, 1000.0 + live.STALE + 1) == ""
+    live.Heartbeat(path, clock=lambda: 1002.0).beat("", "")
+    assert live.metrics_problem(path, 1003.0) == ""

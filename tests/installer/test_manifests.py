@@ -49,7 +49,8 @@ def cli_args(container: dict):
 
 def test_the_plain_manifest_is_the_base():
     assert (INSTALLER / "daemonset.yaml").resolve() == KUSTOMIZE / "base" / "daemonset.yaml"
-    jobs = {"monitoring", "selinux", "uninstall", "uninstall-on-delete", "watch"}
+    jobs = {"monitoring", "selinux", "uninstall", "uninstall-monitoring", "uninstall-on-delete",
+            "watch"}
     assert set(OVERLAYS) == jobs | set(layouts.BY_NAME)  # and one overlay per layout
 
 
@@ -153,6 +154,23 @@ def test_the_uninstall_overlay_uninstalls_holds_and_is_ready_when_the_guard_is_o
         c["readinessProbe"]["exec"]["command"][1:]
     )
     assert (probe.command, probe.uninstalled) == ("ready", True)
+
+
+def test_the_monitoring_uninstall_holds_as_the_uninstall_does_and_takes_the_monitoring_along():
+    """A planned uninstall of a monitored deployment pages nobody: applied, its rules are empty
+    (and its pods serve no metrics); deleted, it deletes the PrometheusRule, the PodMonitor and
+    the dashboard with the DaemonSet, which `kubectl apply -k overlays/uninstall` never would."""
+    from .test_monitoring import round_trip
+
+    found = {d["kind"]: d for d in render_all("uninstall-monitoring")}
+    monitored = {d["kind"]: d for d in render_all("monitoring")}
+    assert found["DaemonSet"] == render("uninstall")
+    assert set(found) == set(monitored)
+    for kind in set(found) - {"DaemonSet"}:
+        assert found[kind]["metadata"]["name"] == monitored[kind]["metadata"]["name"], kind
+        assert found[kind]["metadata"]["namespace"] == monitored[kind]["metadata"]["namespace"]
+    assert found["PrometheusRule"]["spec"] == {"groups": []}
+    assert round_trip(found["PrometheusRule"]) == found["PrometheusRule"]
 
 
 def test_the_uninstall_on_delete_overlay_only_adds_the_flag():

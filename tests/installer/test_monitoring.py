@@ -35,10 +35,14 @@ COMPONENT = REPO / "installer/kustomize/components/monitoring"
 OVERLAY = REPO / "installer/kustomize/overlays/monitoring"
 ALERT_TESTS = Path(__file__).parent / "data/monitoring/alerts-test.yaml"
 JOB = 'job="cni-delguard"'
+RULES = OVERLAY / "prometheusrule.yaml"  # rendered from the template by tools/render-rules.py
+RENDER = REPO / "tools/render-rules.py"
 # Series a query may use that are not the guard's own: Prometheus', the library's, and
-# kube-state-metrics' (the nodes Kubernetes knows).
-OTHERS = {"up", "process_cpu_seconds_total", "process_resident_memory_bytes"}
-KSM = {"kube_node_info", "kube_node_labels"}
+# kube-state-metrics' (the nodes, their readiness, the DaemonSet's pods).
+OTHERS = {"up", "process_cpu_seconds_total", "process_resident_memory_bytes",
+          "process_start_time_seconds"}
+KSM = {"kube_node_info", "kube_node_status_condition", "kube_pod_info"}
+RECORDED = re.compile(r"\bcni_delguard:[a-z_]+\b")
 
 
 def exposed_names() -> set[str]:
@@ -147,7 +151,12 @@ def test_the_component_adds_the_endpoint_and_changes_nothing_else(docs):
     mon, plain = json.loads(json.dumps(docs["DaemonSet"])), render("watch")
     (c,) = pod(mon)["containers"]
     assert c["args"][-2:] == ["--metrics-address", "[$(HOST_IP)]:10647"]
+    args = build_parser(sys.stdout, sys.stderr).parse_args(c["args"])
     c["args"] = c["args"][:-2]
+    # The readiness probe reads the watcher's heartbeat: not Ready while the port is another's.
+    probe = c["readinessProbe"]["exec"]["command"]
+    assert probe[-2:] == ["--live-file", args.live_file]
+    c["readinessProbe"]["exec"]["command"] = probe[:-2]
     del c["ports"]
     del c["env"]
     assert mon == plain
@@ -159,7 +168,7 @@ def settings() -> dict:
 
 def runbook_urls(docs) -> dict[str, str]:
     return {r["alert"]: r["annotations"]["runbook_url"]
-            for g in docs["PrometheusRule"]["spec"]["groups"] for r in g["rules"]}
+            for g in docs["PrometheusRule"]["spec"]["groups"] for r in g["rules"] if "alert" in r}
 
 
 def test_the_settings_reach_every_object_they_name(docs):
@@ -183,9 +192,10 @@ def test_other_settings_change_what_they_name_and_nothing_else(docs, tmp_path):
     mine["spec"]["runbookBaseURL"] = "https://wiki.example/ops/cni-delguard"
     mine["spec"]["labels"]["release"] = "kube-prometheus-stack"
     (own / "settings.yaml").write_text(yaml.safe_dump(mine))
+    render_rules(own)
     rel = os.path.relpath(REPO / "installer/kustomize", own)
     (own / "kustomization.yaml").write_text(yaml.safe_dump({
-        "resources": [f"{rel}/overlays/watch", "settings.yaml"],
+        "resources": [f"{rel}/overlays/watch", "settings.yaml", "prometheusrule.yaml"],
         "components": [f"{rel}/components/monitoring"],
     }))
     r = subprocess.run([kubectl(), "kustomize", str(own)], capture_output=True, text=True,
@@ -201,6 +211,57 @@ def test_other_settings_change_what_they_name_and_nothing_else(docs, tmp_path):
     assert found["DaemonSet"] == docs["DaemonSet"]
 
 
+def render_rules(directory: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run([sys.executable, str(RENDER), *options, str(directory)],
+                       capture_output=True, text=True, timeout=60, check=False)
+    assert r.returncode in (0, 1), r.stderr
+    return r
+
+
+def test_the_overlays_rules_are_rendered_from_its_settings():
+    r = render_rules(OVERLAY, "--check")
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_stale_rendering_is_found_and_written_again(tmp_path):
+    """The check above can fail: settings changed without rendering again."""
+    shutil.copy(OVERLAY / "settings.yaml", tmp_path)
+    mine = settings()
+    mine["spec"]["scrapeInterval"] = "60s"
+    (tmp_path / "settings.yaml").write_text(yaml.safe_dump(mine))
+    shutil.copy(RULES, tmp_path)
+    assert render_rules(tmp_path, "--check").returncode == 1
+    assert render_rules(tmp_path).returncode == 0
+    rendered = yaml.safe_load((tmp_path / "prometheusrule.yaml").read_text())
+    assert rendered["metadata"]["annotations"]["cni-delguard/scrape-interval"] == "60s"
+    assert "[4m]" in (tmp_path / "prometheusrule.yaml").read_text()  # four intervals
+
+
+def test_the_podmonitor_scrapes_at_the_interval_the_rules_are_for(docs):
+    interval = docs["PrometheusRule"]["metadata"]["annotations"]["cni-delguard/scrape-interval"]
+    assert interval == settings()["spec"]["scrapeInterval"]
+    assert {e["interval"] for e in docs["PodMonitor"]["spec"]["podMetricsEndpoints"]} == {interval}
+
+
+def test_every_alert_carries_the_daemonsets_namespace(tmp_path):
+    """A static label, so that a route on the namespace takes every alert, the fleet-wide ones
+    too: the DaemonSet's namespace, also when an overlay moves it."""
+    own = tmp_path / "own"
+    shutil.copytree(OVERLAY, own)
+    rel = os.path.relpath(REPO / "installer/kustomize", own)
+    kustomization = yaml.safe_load((own / "kustomization.yaml").read_text())
+    kustomization["resources"][0] = f"{rel}/overlays/watch"
+    kustomization["components"] = [f"{rel}/components/monitoring"]
+    kustomization["namespace"] = "net-guard"
+    (own / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    r = subprocess.run([kubectl(), "kustomize", str(own)], capture_output=True, text=True,
+                       timeout=60, check=False)
+    assert r.returncode == 0, r.stderr
+    (rule,) = [d for d in yaml.safe_load_all(r.stdout) if d and d["kind"] == "PrometheusRule"]
+    alerts = [x for g in rule["spec"]["groups"] for x in g["rules"] if "alert" in x]
+    assert alerts and {a["labels"]["namespace"] for a in alerts} == {"net-guard"}
+
+
 def rules_file(docs, tmp_path) -> Path:
     path = tmp_path / "cni-delguard.rules.yml"
     path.write_text(yaml.safe_dump(docs["PrometheusRule"]["spec"]))
@@ -211,20 +272,22 @@ def test_promtool_accepts_the_rules(docs, tmp_path):
     r = subprocess.run([tool("promtool"), "check", "rules", str(rules_file(docs, tmp_path))],
                        capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"SUCCESS: {len(alert_names(docs))} rules found" in r.stdout
+    count = sum(len(g["rules"]) for g in docs["PrometheusRule"]["spec"]["groups"])
+    assert f"SUCCESS: {count} rules found" in r.stdout
 
 
 def test_promtool_rejects_a_broken_rule(docs, tmp_path):
     """The check above can fail."""
     broken = json.loads(json.dumps(docs))
-    broken["PrometheusRule"]["spec"]["groups"][0]["rules"][0]["expr"] = "cni_delguard_ready_code =="
+    broken["PrometheusRule"]["spec"]["groups"][0]["rules"][0]["expr"] = "cni_delguard_ready =="
     r = subprocess.run([tool("promtool"), "check", "rules", str(rules_file(broken, tmp_path))],
                        capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode != 0
 
 
 def alert_names(docs) -> set[str]:
-    return {r["alert"] for g in docs["PrometheusRule"]["spec"]["groups"] for r in g["rules"]}
+    return {r["alert"] for g in docs["PrometheusRule"]["spec"]["groups"] for r in g["rules"]
+            if "alert" in r}
 
 
 def test_each_alert_fires_in_one_case_and_stays_silent_in_another(docs):
@@ -253,7 +316,7 @@ def test_promtool_unit_tests_can_fail(docs, tmp_path):
     cases = yaml.safe_load(ALERT_TESTS.read_text())
     weakened = json.loads(json.dumps(docs))
     for rule in weakened["PrometheusRule"]["spec"]["groups"][0]["rules"]:
-        if rule["alert"] == "CniDelguardStrictDelStuck":
+        if rule.get("alert") == "CniDelguardStrictDelStuck":
             rule["expr"] = "cni_delguard_stuck_strict_dels > 100"
     cases["rule_files"] = [str(rules_file(weakened, tmp_path))]
     path = tmp_path / "alerts-test.yaml"
@@ -285,9 +348,71 @@ def test_the_dashboard_asks_only_for_series_that_exist(docs):
     assert docs["ConfigMap"]["metadata"]["labels"] == {"grafana_dashboard": "1"}
 
 
+def panel(title: str) -> dict:
+    (found,) = [p for p in dashboard()["panels"] if p.get("title") == title]
+    return found
+
+
+def test_the_dashboard_reads_only_what_the_rules_record(docs):
+    recorded = {r["record"] for g in docs["PrometheusRule"]["spec"]["groups"] for r in g["rules"]
+                if "record" in r}
+    used = {m for e in dashboard_exprs() for m in RECORDED.findall(e)}
+    assert used and used <= recorded
+
+
+def test_the_node_list_is_the_nodes_expected_to_be_guarded():
+    """Every node the DaemonSet has a pod on (kube-state-metrics, through the recording rule),
+    so a node without a watcher is listed too; not only the nodes that have a target."""
+    (variable,) = [v for v in dashboard()["templating"]["list"] if v["name"] == "node"]
+    assert variable["query"]["query"] == "label_values(cni_delguard:node_expected, node)"
+    table = panel("Nodes")
+    assert "cni_delguard:node_unguarded" in table["targets"][0]["expr"]
+
+
+def test_nodes_not_guarded_counts_what_the_fleet_alert_counts(docs):
+    """The stat and CniDelguardFleetNotGuarded read one recorded series (the promtool case
+    12-dashboard-agrees evaluates both)."""
+    (target,) = panel("Nodes not guarded")["targets"]
+    fleet = rule_exprs(docs)["CniDelguardFleetNotGuarded"]
+    recorded = "cni_delguard:node_unguarded"
+    assert recorded in target["expr"] and recorded in fleet
+
+
+STATE = re.compile(r'reason="([a-z-]+)"')
+
+
+def test_a_state_timeline_shows_each_nodes_ready_state_over_time():
+    timeline = panel("Ready state per node")
+    assert timeline["type"] == "state-timeline"
+    (target,) = timeline["targets"]
+    assert set(STATE.findall(target["expr"])) == set(series.READY_REASONS.values())
+    mappings = timeline["fieldConfig"]["defaults"]["mappings"]
+    texts = {m["options"][k]["text"] for m in mappings for k in m["options"]}
+    assert set(series.READY_REASONS.values()) | {"no watcher"} == texts
+
+
+def overrides(table: dict) -> dict[str, dict[str, object]]:
+    return {o["matcher"]["options"]: {p["id"]: p["value"] for p in o["properties"]}
+            for o in table["fieldConfig"]["overrides"]}
+
+
+def test_the_node_table_sorts_by_state_and_shows_times_as_times():
+    """Sorted by a number (not guarded first), not by the reason as text; ages are durations
+    and "since" a time, never raw seconds."""
+    table = panel("Nodes")
+    (sort,) = table["transformations"][-1]["options"]["sort"]
+    by_field = overrides(table)
+    assert sort == {"field": "state", "desc": True}
+    assert {m["type"] for m in by_field["state"]["mappings"]} == {"value"}
+    assert by_field["since"]["unit"] == "dateTimeFromNow"
+    for age in ("oldest attempted ADD", "values read"):
+        assert by_field[age]["unit"] == "s", age
+
+
 def rule_exprs(docs) -> dict[str, str]:
-    return {r["alert"]: r["expr"] for g in docs["PrometheusRule"]["spec"]["groups"]
-            for r in g["rules"]}
+    """Every rule's expression, by its alert's or its recording's name."""
+    return {r.get("alert") or r["record"]: r["expr"]
+            for g in docs["PrometheusRule"]["spec"]["groups"] for r in g["rules"]}
 
 
 def test_the_rules_ask_only_for_series_that_exist(docs):
@@ -300,13 +425,17 @@ SELECTOR = re.compile(r"\b(cni_delguard_[a-z_]+|up)\b(\{[^}]*\})?")
 
 
 @pytest.mark.parametrize("alert", sorted(rule_exprs(
-    {"PrometheusRule": yaml.safe_load((COMPONENT / "prometheusrule.yaml").read_text())})))
+    {"PrometheusRule": yaml.safe_load(RULES.read_text())})))
 def test_every_rule_asks_for_the_cni_delguard_job_only(docs, alert):
     """The same series from node-exporter's textfile or an annotation-discovered job must never
-    raise a second alert (the promtool cases show it for the alerts that had the doubles)."""
-    expr = rule_exprs(docs)[alert]
+    raise a second alert (the promtool cases show it for the alerts that had the doubles). A
+    rule may read a recorded series of ours instead, which asks the same of its own."""
+    exprs = rule_exprs(docs)
+    expr = exprs[alert]
     selectors = SELECTOR.findall(expr)
-    assert selectors, alert
+    recorded = RECORDED.findall(expr)
+    assert selectors or recorded, alert
+    assert set(recorded) <= set(exprs), alert
     for name, matchers in selectors:
         assert JOB in matchers, f"{alert}: {name}{matchers}"
 
@@ -315,7 +444,7 @@ def test_every_per_node_alert_is_raised_by_node_and_never_by_pod(docs):
     """A pod replaced (a rollout) keeps its node: the alert neither restarts nor doubles. The
     annotations find the node's pod by its node, never by a pod name."""
     for rule in docs["PrometheusRule"]["spec"]["groups"][0]["rules"]:
-        text = rule["expr"] + json.dumps(rule["annotations"])
+        text = rule["expr"] + json.dumps(rule.get("annotations", {}))
         assert "$labels.pod" not in text and "$labels.instance" not in text, rule["alert"]
         for by in re.findall(r"by \(([^)]*)\)", rule["expr"]):
             assert "pod" not in by.split(", ") and "instance" not in by.split(", "), rule["alert"]

@@ -1,16 +1,19 @@
-"""Every command an on-call is given (README's "Alerts and runbooks", the alerts' annotations,
-and what `doctor` prints there) runs as written in the shipped image, on a fake node mounted at
-/host as the DaemonSet mounts it.
+"""Every command an on-call is given (docs/runbooks.md, the alerts section of docs/monitoring.md,
+the alerts' annotations, and what `doctor` prints there) runs as written in the shipped image, on
+a fake node mounted at /host as the DaemonSet mounts it, with the page's variables set as it says
+(NS the namespace, LAYOUT the DaemonSet's, the node's dirs from `doctor --json`).
 
-The commands are read out of README and the rendered PrometheusRule each time, so a runbook edited
-later is the one tested. No cluster is at hand, so each command's cluster part is replaced by
-what it stands for:
-- `kubectl -n NS exec $POD -- ARGV`: ARGV is run with `podman exec` in the watcher's container
+The commands are read out of the docs and the rendered PrometheusRule each time
+(tests/support/runbooks.py), so a runbook edited later is the one tested. No cluster is at hand,
+so each command's cluster part is replaced by what it stands for:
+- `kubectl -n $NS exec $POD -- ARGV`: ARGV is run with `podman exec` in the watcher's container
   (the image's default command, as the DaemonSet runs it), by the image's PATH, as runc runs an
   exec in a pod;
-- `kubectl debug node/$NODE -it --image=IMAGE -- ARGV`: ARGV in IMAGE with the node's / at /host,
-  the host's network and PIDs, as `kubectl debug node` runs it. `busybox` is an image made here of
-  Debian's static busybox (the same program, not Docker Hub's build, which cannot be fetched);
+- `kubectl -n kube-system run NAME --rm -i ... --overrides="$SHELL_ON_NODE" -- ARGV`: ARGV in the
+  image it names with the node's / at /host, the host's network and PIDs, as the overrides ask
+  (they are checked: the node, the mount, read-only, the container the command runs in).
+  `busybox` is an image made here of Debian's static busybox (the same program, not Docker Hub's
+  build, which cannot be fetched);
 - `amtool silence add ...`: against a real Alertmanager (Debian's), holding the alert as the rule
   raises it, which the silence must then silence;
 - every other `kubectl` command (and the `$(kubectl ...)` that finds the pod) is run against an
@@ -18,6 +21,7 @@ what it stands for:
   connects, so a flag or a command it does not know fails differently from the refused
   connection this test expects.
 
+tests/node_roots/test_runbooks.py runs the node's part on a node root of every layout.
 Marked `image` (it builds the image with buildah, as tests/installer/test_image.py does).
 """
 
@@ -28,21 +32,21 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import tarfile
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.monitoring.prometheus import free_port
+from tests.support import runbooks
+from tests.support.alertmanager import api, running
 from tests.support.guard import HOST_ARCH
 from tests.support.image import IMAGE_TESTS, LIMITS, pod_options, podman
-from tests.support.kustomize import kubectl, render_all
+from tests.support.kustomize import kubectl
 from tests.support.noderoot import VERSION_ANSWER, shell_plugin, with_shell
 from tests.support.nodestate import log_lines, marker
 from tests.support.waiting import wait_for
@@ -52,14 +56,13 @@ from .conftest import MULTUS_CONF
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = f"localhost/cni-delguard:runbooks-test-{HOST_ARCH}"
 BUSYBOX = "localhost/dgal-busybox:runbooks-test"
-# The images the runbooks name for `kubectl debug node`, and what stands for each here.
+# The images the runbooks name for a shell on the node, and what stands for each here.
 DEBUG_IMAGES = {"busybox": BUSYBOX}
 NODE = "dgal-node-1"
 NAMESPACE = "kube-system"
 NET = "multus-cni-network"
-EXEC = re.compile(r"^kubectl -n (\S+) exec (\S+) -- (.+)$")
-DEBUG = re.compile(r"^kubectl debug node/(\S+) -it --image=(\S+) -- (.+)$")
-FINDER = re.compile(r"\$\((kubectl [^)]*)\)")
+# The page's variables, as an on-call sets them for this node (the dirs: from doctor, below).
+PAGE = {"NODE": NODE, "NS": NAMESPACE, "POD": "pod/cni-delguard-x", "LAYOUT": "auto"}
 # What each tool may answer on the fake node (its documented exit codes; 2 is a usage error and
 # never allowed).
 OK_CODES = {"doctor": {0, 1}, "ready": {0, 10, 11, 12, 13}}
@@ -67,71 +70,47 @@ OK_CODES = {"doctor": {0, 1}, "ready": {0, 10, 11, 12, 13}}
 pytestmark = IMAGE_TESTS
 
 
-def runbook_section() -> str:
-    monitoring = (REPO / "docs" / "monitoring.md").read_text()
-    alerts = monitoring[monitoring.index("## Alerts and runbooks"):]
-    return alerts + (REPO / "docs" / "runbooks.md").read_text()
-
-
-def commands_in(markdown: str) -> list[str]:
-    """The command lines of its ```sh blocks and its inline code that starts with a tool."""
-    found: list[str] = []
-    blocks = re.findall(r"```sh\n(.*?)```", markdown, re.S)
-    for block in blocks:
-        found += [line.strip() for line in block.splitlines() if line.strip()]
-    prose = re.sub(r"```.*?```", "", markdown, flags=re.S)
-    for raw in re.findall(r"`([^`]+)`", prose.replace("\n", " ")):
-        span = " ".join(raw.split())
-        if span.startswith(("kubectl ", "amtool ")):
-            found.append(span)
-    return found
-
-
-def annotation_commands() -> list[str]:
-    (rule,) = [d for d in render_all("monitoring") if d["kind"] == "PrometheusRule"]
-    found = []
-    for r in rule["spec"]["groups"][0]["rules"]:
-        for template in r["annotations"].values():
-            text = template.replace("{{ $labels.namespace }}", NAMESPACE)
-            found += commands_in(text.replace("{{ $labels.node }}", "$NODE"))
-    return found
-
-
 try:
-    ALL = commands_in(runbook_section()) + annotation_commands()
+    ALL = runbooks.all_commands()
 except pytest.skip.Exception as no_kubectl:  # the alerts' annotations are rendered by kustomize
     pytest.skip(str(no_kubectl), allow_module_level=True)
 
 
-def kind(command: str) -> str:
-    if re.fullmatch(r"[A-Z]+=\S.*", command):
-        return "assignment"
-    if EXEC.match(FINDER.sub("$POD", command)):
-        return "exec-prefix" if command.endswith(" --") else "exec"
-    if command.endswith(" --") and EXEC.match(command + " x"):
-        return "exec-prefix"
-    if DEBUG.match(command):
-        return "debug"
-    if command.startswith("amtool "):
-        return "amtool"
-    if command.startswith("kubectl "):
-        return "kubectl"
-    return "unknown"
-
-
 def by_kind(name: str) -> list[str]:
-    return [c for c in ALL if kind(c) == name]
+    return [c for c in ALL if runbooks.kind(c) == name]
 
 
 def test_every_command_is_one_this_test_runs():
     assert len(ALL) > 20
-    assert [c for c in ALL if kind(c) == "unknown"] == []
-    for name in ("assignment", "exec", "exec-prefix", "debug", "amtool", "kubectl"):
+    assert [c for c in ALL if runbooks.kind(c) == "unknown"] == []
+    for name in ("assignment", "exec", "exec-prefix", "on-node", "amtool", "kubectl"):
         assert by_kind(name), name
-    # Commands on the node go through the pod's PATH with the node's root, never a bare path.
+    # Commands on the node go through the pod's PATH with the node's root and the DaemonSet's
+    # layout, never a bare path; in the pod's namespace, which the alert names.
     for command in by_kind("exec"):
-        argv = shlex.split(EXEC.match(FINDER.sub("$POD", command))[3])
-        assert argv[0] == "cni-delguard" and "--root" in argv and "/host" in argv, command
+        m = runbooks.EXEC.match(runbooks.FINDER.sub("$POD", command))
+        argv = shlex.split(m[3])
+        assert argv[0] == "cni-delguard" and argv[2:4] == ["--root", "/host"], command
+        assert argv[4:6] == ["--layout", "$LAYOUT"], command
+        assert m[1] == "$NS", command
+    assert set(runbooks.assignments()) >= {"NODE", "NS", "POD", "LAYOUT", "BIN_DIR", "CONF_DIR",
+                                           "STATE_DIR", "SHELL_ON_NODE"}
+
+
+def test_the_shell_on_the_node_is_a_pod_there_that_kubectl_removes():
+    """In kube-system (where Pod Security lets it reach the host), on the node, the node's /
+    read-only at /host in the container the command runs in (kubectl run names it after the
+    pod, and merges the overrides by that name), and `--rm`: gone when the command returns."""
+    spec = runbooks.shell_on_node(NODE)["spec"]
+    assert spec["nodeName"] == NODE and spec["hostNetwork"] and spec["hostPID"]
+    (volume,) = spec["volumes"]
+    assert volume["hostPath"] == {"path": "/"}
+    for command in by_kind("on-node"):
+        m = runbooks.ON_NODE.match(command)
+        assert m[1] == "kube-system" and m[3] in DEBUG_IMAGES, command
+        (container,) = [c for c in spec["containers"] if c["name"] == m[2]]
+        assert container["volumeMounts"] == [{"name": volume["name"], "mountPath": "/host",
+                                              "readOnly": True}]
 
 
 # ---- the image, a node, its watcher --------------------------------------------------------
@@ -235,9 +214,9 @@ def test_each_exec_command_runs_in_the_watchers_pod(pod, command):
     """In document order (the uninstall of PluginBroken's runbook before the install of
     ObserveWouldFree's): each on the node as the one before it left it."""
     cid, node = pod
-    m = EXEC.match(FINDER.sub("$POD", command))
-    assert m[1] == NAMESPACE and m[2] == "$POD", command
-    argv = shlex.split(m[3])
+    m = runbooks.EXEC.match(runbooks.FINDER.sub("$POD", command))
+    assert m[1] == "$NS" and m[2] == "$POD", command
+    argv = runbooks.expand(m[3], PAGE)
     r = in_pod(cid, argv)
     check_tool_run(argv, r)
     if argv[1] == "uninstall":
@@ -252,7 +231,7 @@ def test_doctors_own_commands_run_in_the_pod_as_printed(pod):
     followed by each one runs it there (the release frees exactly the stuck attachment)."""
     cid, node = pod
     (prefix,) = set(by_kind("exec-prefix"))
-    assert EXEC.match(prefix + " x")[2] == "$POD"
+    assert runbooks.EXEC.match(prefix + " x")[2] == "$POD"
     r = in_pod(cid, ["cni-delguard", "doctor", "--root", "/host"])
     printed = re.findall(r"(cni-delguard release .*)$", r.stdout, re.M)
     printed += re.findall(r"`(cni-delguard [^`]+)`", r.stdout)
@@ -265,26 +244,33 @@ def test_doctors_own_commands_run_in_the_pod_as_printed(pod):
     assert released == ["stuck1:eth0.release"]
 
 
-@pytest.mark.parametrize("command", by_kind("debug"))
-def test_each_debug_command_runs_on_the_node(pod, busybox, command):
-    """`kubectl debug node/$NODE` gives a container the node's / at /host, its network and its
-    PIDs: the same here, read-only, with a listener of the test's own that netstat must show."""
-    _, node = pod
-    m = DEBUG.match(command)
-    assert m[1] == "$NODE" and m[2] in DEBUG_IMAGES, command
+def node_dirs(cid: str) -> dict[str, str]:
+    """BIN_DIR, CONF_DIR, STATE_DIR as the page sets them: from doctor's JSON in the pod."""
+    r = in_pod(cid, ["cni-delguard", "doctor", "--root", "/host", "--layout", "auto", "--json"])
+    report = json.loads(r.stdout)
+    return {"BIN_DIR": report["binDir"], "CONF_DIR": report["confDir"],
+            "STATE_DIR": report["stateDir"]}
+
+
+@pytest.mark.parametrize("command", by_kind("on-node"))
+def test_each_command_on_the_node_runs_there(pod, busybox, command):
+    """The pod on the node has the node's / at /host, its network and its PIDs: the same here,
+    read-only, with a listener of the test's own that netstat must show, and the node's dirs
+    where doctor says they are."""
+    cid, node = pod
+    m = runbooks.ON_NODE.match(command)
+    argv = runbooks.expand(m[4], {**PAGE, **node_dirs(cid)})
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
         r = podman("run", "--rm", *LIMITS, "--network", "host", "--pid", "host", "--read-only",
-                   "--volume", f"{node.root}:/host:ro", DEBUG_IMAGES[m[2]],
-                   *shlex.split(m[3]))
+                   "--volume", f"{node.root}:/host:ro", DEBUG_IMAGES[m[3]], *argv)
     assert r.returncode == 0, (command, r.stdout + r.stderr)
     assert r.stdout.strip(), command
-    tool = shlex.split(m[3])[0]
-    if tool == "netstat":
+    if argv[0] == "netstat":
         assert f"127.0.0.1:{port}" in r.stdout
-    if tool == "ls":
+    if argv[0] == "ls":
         assert "00-multus.conf" in r.stdout
 
 
@@ -303,15 +289,18 @@ def kubectl_lines() -> list[str]:
     """Every kubectl command line of the runbooks, the pod finders inside others included."""
     found = []
     for command in ALL:
-        found += FINDER.findall(command)
-        if kind(command) in ("kubectl", "exec", "debug"):
-            found.append(FINDER.sub("pod/cni-delguard-x", command))
+        found += runbooks.FINDER.findall(command)
+        if runbooks.kind(command) in ("kubectl", "exec", "on-node"):
+            found.append(runbooks.FINDER.sub("$POD", command))
     return sorted(set(found))
 
 
 @pytest.mark.parametrize("command", kubectl_lines())
 def test_each_kubectl_command_line_is_one_kubectl_accepts(command, tmp_path):
-    argv = shlex.split(command.replace("$NODE", NODE).replace("$POD", "pod/cni-delguard-x"))
+    shell = runbooks.shell_on_node(NODE)
+    page = {**PAGE, "BIN_DIR": "/host/opt/cni/bin", "CONF_DIR": "/host/etc/cni/net.d",
+            "STATE_DIR": "/host/var/lib/cni/delguard", "SHELL_ON_NODE": json.dumps(shell)}
+    argv = runbooks.expand(command, page)
     assert argv[0] == "kubectl"
     r = subprocess.run([kubectl(), f"--kubeconfig={unreachable_kubeconfig(tmp_path)}",
                         "--request-timeout=5s", *argv[1:]], stdin=subprocess.DEVNULL,
@@ -327,49 +316,8 @@ def test_each_kubectl_command_line_is_one_kubectl_accepts(command, tmp_path):
 
 @pytest.fixture
 def alertmanager(tmp_path):
-    binary = shutil.which("prometheus-alertmanager")
-    if binary is None:
-        pytest.fail("no Alertmanager: tools/install-test-deps.sh installs Debian's")
-    port = free_port()
-    config = tmp_path / "alertmanager.yml"
-    config.write_text(yaml.safe_dump({"route": {"receiver": "none"},
-                                      "receivers": [{"name": "none"}]}))
-    log = (tmp_path / "alertmanager.log").open("wb")
-    proc = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.path={tmp_path / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
-        stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        assert proc.poll() is None, (tmp_path / "alertmanager.log").read_text()
-        try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:  # noqa: S310
-                return r.status == 200
-        except OSError:
-            return False
-
-    try:
-        wait_for(ready, "Alertmanager to be ready", 60, every=0.2)
+    with running(tmp_path, {"route": {"receiver": "none"}, "receivers": [{"name": "none"}]}) as url:
         yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-def api(url: str, path: str, body: object | None = None) -> object:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(f"{url}/api/v2/{path}", data=data,  # noqa: S310 - loopback
-                                 method="POST" if data else "GET",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as r:  # noqa: S310 - loopback
-        raw = r.read()
-    return json.loads(raw) if raw else None
 
 
 @pytest.mark.parametrize("command", by_kind("amtool"))

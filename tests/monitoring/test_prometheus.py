@@ -26,11 +26,13 @@ import yaml
 
 from cni_delguard import __version__
 from cni_delguard.monitoring import series
+from cni_delguard.monitoring.rules import Settings, render
 from tests.support import guard
 from tests.support.fakes import install_fake
-from tests.support.paths import widen
 from tests.support.guard import HOST_ARCH
 from tests.support.installerproc import WatchProc
+from tests.support.nodestate import log_lines
+from tests.support.paths import widen
 from tests.support.waiting import wait_for
 
 from .prometheus import Prometheus
@@ -41,6 +43,7 @@ pytestmark = pytest.mark.skipif(
 
 REPO = Path(__file__).resolve().parents[2]
 COMPONENT = REPO / "installer/kustomize/components/monitoring"
+OVERLAY = REPO / "installer/kustomize/overlays/monitoring"
 MULTUS_CONF = """{"cniVersion":"0.3.1","name":"multus-cni-network","type":"multus",
 "kubeconfig":"/etc/cni/net.d/multus.d/multus.kubeconfig",
 "delegates":[{"cniVersion":"0.3.1","name":"net0","type":"bridge"}]}
@@ -124,7 +127,7 @@ def firing(prom: Prometheus, alertname: str) -> bool:
 
 
 def rules() -> dict:
-    doc = yaml.safe_load((COMPONENT / "prometheusrule.yaml").read_text())
+    doc = yaml.safe_load((OVERLAY / "prometheusrule.yaml").read_text())
     return doc["spec"]
 
 
@@ -152,7 +155,8 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
     with Prometheus(prom_dir, {"test-node": f"127.0.0.1:{port}"}, rules()) as prom:
         prom.wait_value('up{job="cni-delguard"}', 1, BOUND)
         prom.wait_value("cni_delguard_node_guarded", 1, BOUND)
-        assert prom.value("cni_delguard_ready_code") == 0  # deprecated, still served
+        since = prom.value("cni_delguard_ready_since_timestamp_seconds")
+        assert since is not None and abs(since - time.time()) < BOUND  # guarded since the start
         assert prom.query("cni_delguard_ready") == {
             (("reason", r),): float(r == "guarded") for r in series.READY_REASONS.values()}
         assert prom.query("cni_delguard_mode") == {(("mode", "enforce"),): 1.0,
@@ -237,7 +241,8 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
                              for g in prom.api("rules")["groups"] for r in g["rules"]),
                  "every rule evaluated", BOUND, every=0.2, detail=lambda: str(prom.api("rules")))
         names = {r["name"] for g in prom.api("rules")["groups"] for r in g["rules"]}
-        assert names == {r["alert"] for g in rules()["groups"] for r in g["rules"]}
+        loaded = {r.get("alert") or r["record"] for g in rules()["groups"] for r in g["rules"]}
+        assert names == loaded
         for expr in dashboard_queries():
             prom.api("query", query=expr)  # asserts status success: it parsed and evaluated
 
@@ -266,7 +271,7 @@ def test_every_series_reaches_prometheus_with_the_value_expected(node, tmp_path)
         r = node.tool("uninstall", "--root", str(node.root))
         assert r.returncode == 0, r.stderr
         prom.wait_value("cni_delguard_node_guarded", 0, BOUND)
-        assert prom.value("cni_delguard_ready_code") == 13
+        assert prom.value("cni_delguard_ready_since_timestamp_seconds") > since  # since then
         assert prom.value('cni_delguard_ready{reason="uninstalled"}') == 1
         assert prom.value('cni_delguard_ready{reason="guarded"}') == 0
         assert prom.query("cni_delguard_mode") == {(("mode", "enforce"),): 0.0,
@@ -312,16 +317,24 @@ def test_clients_that_hold_the_endpoint_do_not_stall_the_guarding(node):
     assert os.path.exists(node.bin / "cni-delguard")
 
 
-def test_a_port_already_taken_is_one_line_and_the_node_stays_guarded(node):
-    """The frozen watcher asked to listen where another process already does: one line that says
-    so, and the guarding goes on (the conf wrapped, and wrapped again after multus rewrites it);
-    once the port is free, the endpoint comes up without a restart."""
+def test_a_port_already_taken_is_one_line_and_the_node_stays_guarded(node, tmp_path):
+    """The frozen watcher asked to listen where another process already does (which could answer
+    'guarded' in its place): one line that says so, `ready --live-file` (the monitoring
+    overlay's readiness probe) fails saying so, and the guarding goes on (the conf wrapped, and
+    wrapped again after multus rewrites it); once the port is free, the endpoint comes up without
+    a restart and the pod is ready again."""
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
     holder.listen()
     port = holder.getsockname()[1]
+    heartbeat = tmp_path / "live"
+
+    def ready() -> subprocess.CompletedProcess[str]:
+        return node.tool("ready", "--root", str(node.root), "--live-file", str(heartbeat))
+
     try:
-        node.start("--metrics-address", f"127.0.0.1:{port}", "--metrics-interval", "0.5")
+        node.start("--metrics-address", f"127.0.0.1:{port}", "--metrics-interval", "0.5",
+                   "--live-file", str(heartbeat))
         wait_for(node.guarded, "the node guarded", BOUND, every=0.2, detail=node.text)
         node.conf.write_text(MULTUS_CONF)
         wait_for(node.guarded, "the node guarded", BOUND, every=0.2, detail=node.text)
@@ -331,12 +344,77 @@ def test_a_port_already_taken_is_one_line_and_the_node_stays_guarded(node):
         said = [ln for ln in node.text().splitlines() if "metrics:" in ln]
         assert len(said) == 1, said
         assert f"cannot listen on 127.0.0.1:{port}" in said[0] and "still guarded" in said[0]
+        wait_for(lambda: ready().returncode == 16, "ready to fail on the port", BOUND, every=0.2,
+                 detail=lambda: str(ready()))
+        assert f"127.0.0.1:{port} is held by another process" in ready().stdout
     finally:
         holder.close()
     wait_for(lambda: "metrics: serving" in node.text(), "metrics: serving", BOUND, every=0.2,
              detail=node.text)
+    wait_for(lambda: ready().returncode == 0, "ready again", BOUND, every=0.2,
+             detail=lambda: str(ready()))
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
         body = b"".join(iter(lambda: s.recv(65536), b""))
     assert b"cni_delguard_node_guarded 1.0" in body
+    assert node.stop() == 0, node.text()
+
+
+# The rules rendered for this suite's scrape interval, 1 s: every window is then a number of
+# seconds (the errors' 40 intervals, 40 s), so a watcher older than its windows is a minute away.
+FAST = Settings(interval="1s")
+WATCHER_AGE = 50.0  # seconds: past the errors' window of 40 intervals (40 s at 1 s)
+
+
+def fast_rules() -> dict:
+    template = (COMPONENT / "prometheusrule.template.yaml").read_text()
+    return yaml.safe_load(render(template, FAST))["spec"]
+
+
+# The alerts that fire on a count: what a Prometheus that read old counts as new ones would raise.
+ON_COUNTS = ("CniDelguardErrors", "CniDelguardWrapContested", "CniDelguardObserveWouldFree")
+
+
+def raised(prom: Prometheus) -> list[dict]:
+    """Alerts firing, and those on counts pending (before the first scrape of a new Prometheus,
+    CniDelguardNoTargets is pending for an evaluation or two: no target yet, for 15 minutes)."""
+    return [a for a in prom.api("alerts")["alerts"]
+            if a["state"] == "firing" or a["labels"]["alertname"] in ON_COUNTS]
+
+
+def test_a_prometheus_restarted_with_an_empty_tsdb_pages_nobody_for_old_counts(node, tmp_path):
+    """kube-prometheus-stack keeps its TSDB in an emptyDir by default: a Prometheus restarted (or
+    a new HA replica) sees each counter's current count as its first sample. A watcher that
+    counted an error a minute before, and was scraped then, is read again by a new, empty
+    Prometheus: no alert is pending or firing, for longer than the longest `for:` of an alert
+    that counts errors. The frozen watcher, Debian's Prometheus, the rules at 1 s."""
+    node.start("--metrics-address", "127.0.0.1:0", "--metrics-interval", "0.5")
+    port = node.metrics_port()
+    started = time.monotonic()
+    error = {"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": "DEL",
+             "decision": "error", "network": "n", "containerID": "c1", "ifname": "eth0"}
+    log_lines(node.log, [error])
+    first, second = tmp_path / "prometheus-1", tmp_path / "prometheus-2"
+    first.mkdir()
+    second.mkdir()
+    targets = {"test-node": f"127.0.0.1:{port}"}
+    errors = 'cni_delguard_decisions_total{command="DEL",decision="error"}'
+    with Prometheus(first, targets, fast_rules()) as prom:
+        prom.wait_value(errors, 1, BOUND)  # counted, and scraped
+        # The error is new to this Prometheus: CniDelguardErrors fires (the rules have teeth).
+        wait_for(lambda: firing(prom, "CniDelguardErrors"), "CniDelguardErrors to fire", BOUND,
+                 every=0.2, detail=lambda: str(prom.api("alerts")))
+    time.sleep(max(0.0, WATCHER_AGE - (time.monotonic() - started)))
+    with Prometheus(second, targets, fast_rules()) as prom:  # a new TSDB: nothing of the first
+        prom.wait_value(errors, 1, BOUND)
+        prom.wait_value('up{job="cni-delguard"}', 1, BOUND)
+        wait_for(lambda: all(r["health"] == "ok" and not r["lastEvaluation"].startswith("0001")
+                             for g in prom.api("rules")["groups"] for r in g["rules"]),
+                 "every rule evaluated", BOUND, every=0.2, detail=lambda: str(prom.api("rules")))
+        # Fifteen evaluations (one a second) with the counts as first samples: past
+        # CniDelguardErrors' `for:` (4 intervals), which a new-series rule would have tripped.
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            assert raised(prom) == [], prom.api("alerts")
+            time.sleep(0.5)
     assert node.stop() == 0, node.text()

@@ -27,8 +27,13 @@ def kubectl() -> str:
 
 
 def render_all(overlay: str) -> list[dict[str, Any]]:
+    return render_dir(KUSTOMIZE / "overlays" / overlay)
+
+
+def render_dir(directory: Path) -> list[dict[str, Any]]:
+    """`kubectl kustomize` of any kustomization dir (a test's own overlay)."""
     r = subprocess.run(
-        [kubectl(), "kustomize", str(KUSTOMIZE / "overlays" / overlay)],
+        [kubectl(), "kustomize", str(directory)],
         capture_output=True,
         text=True,
         timeout=60,

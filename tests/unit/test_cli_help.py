@@ -48,9 +48,10 @@ def test_the_walk_finds_every_command_and_an_option_without_help() -> None:
 
 
 # A probe runs on every period of the kubelet: what it may be given is where to look and whether
-# "ready" means installed or uninstalled, never what would change or slow the node.
+# "ready" means installed or uninstalled, and the watcher's heartbeat file to read (a held metrics
+# port), never what would change or slow the node.
 READY = {"--root", "--layout", "--conf-dir", "--bin-dir", "--conf-file", "--state-dir",
-         "--uninstalled"}
+         "--uninstalled", "--live-file"}
 
 
 def test_ready_offers_only_what_a_probe_needs() -> None:

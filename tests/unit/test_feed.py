@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -76,7 +77,7 @@ def test_counters_count_what_is_logged_while_the_watcher_runs(tmp_path):
     assert (value(feed, "rewraps"), value(feed, "backoffs"), value(feed, "watch_errors")) == (
         2, 1, 3)
     # No conf in this node root: the ready check's answer, as `cni-delguard ready` gives it.
-    assert (value(feed, "node_guarded"), value(feed, "ready_code")) == (0, 10)
+    assert value(feed, "node_guarded") == 0
     assert feed.values["ready"] == {(r,): float(r == "conf-not-wrapped")
                                     for r in series.READY_REASONS.values()}
     assert feed.values["mode"] == {("enforce",): 0.0, ("observe",): 0.0}  # no guard named
@@ -162,6 +163,24 @@ def test_the_ready_state_set_and_the_mode(tmp_path, conf, reason, mode):
     assert {k[0]: v for k, v in feed.values["mode"].items()} == expected
 
 
+def test_since_when_the_ready_answer_holds(tmp_path):
+    """cni_delguard_ready_since_timestamp_seconds: the refresh that first found the current
+    answer (the watcher's first, for the answer it starts with), kept while it holds."""
+    times = iter([1000.0, 1015.0, 1030.0, 1045.0])
+    feed, _ = make_feed(tmp_path)
+    feed.clock = lambda: next(times)
+    conf = tmp_path / "etc/cni/net.d/00-multus.conf"
+    feed.refresh()  # no conf: not wrapped, since the first refresh
+    feed.refresh()
+    assert (feed.reason, value(feed, "ready_since_timestamp_seconds")) == ("conf-not-wrapped",
+                                                                          1000.0)
+    conf.write_text(json.dumps(GUARDED_CONF))
+    feed.refresh()  # named, and no plugin: another answer, since this refresh
+    feed.refresh()
+    assert (feed.reason, value(feed, "ready_since_timestamp_seconds")) == ("plugin-missing",
+                                                                          1030.0)
+
+
 def test_a_failed_refresh_leaves_the_last_values_with_their_time_and_counts(tmp_path):
     """A refresh that fails is never served as current: the values stay those of the last
     good one, with its time, and refresh_errors_total says it failed."""
@@ -193,8 +212,7 @@ def test_the_oldest_attempted_marker_is_a_time_not_an_age(tmp_path):
     feed, _ = make_feed(tmp_path)
     marker(state, "net1", "c0", "completed", 1_700_000_000.0)
     feed.refresh()
-    assert feed.values["oldest_attempted_timestamp_seconds"] == {}
-    assert value(feed, "oldest_attempted_age_seconds") == 0  # the deprecated one: 0 for none
+    assert feed.values["oldest_attempted_timestamp_seconds"] == {}  # none: no sample, not 1970
     marker(state, "net1", "c1", "attempted", 1_700_000_100.0)
     marker(state, "net2", "c2", "attempted", 1_700_000_050.0)
     feed.refresh()
@@ -332,3 +350,36 @@ def test_the_ready_check_follows_the_dirs_the_watcher_moved_to(tmp_path):
     counts.where = dataclasses.replace(feed.plan.opts, conf_dir=str(moved))
     feed.refresh()
     assert value(feed, "ready", "plugin-missing") == 1.0  # the new conf names the guard
+
+
+# Run as root without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH: a dir or file of mode 000 then
+# answers EACCES, as an SELinux or AppArmor denial does on a node.
+CHILD = """
+import json, sys
+sys.path.insert(0, {repo!r})
+from pathlib import Path
+from tests.unit.test_feed import make_feed
+feed, _ = make_feed(Path({root!r}))
+feed.refresh()
+print(json.dumps({{"ready": [k[0] for k, v in feed.values["ready"].items() if v == 1],
+                  "errors": feed.values["refresh_errors"][()]}}))
+"""
+
+
+@pytest.mark.parametrize("unreadable", ["etc/cni/net.d", "etc/cni/net.d/00-multus.conf"])
+def test_a_conf_that_cannot_be_read_is_a_ready_state_not_a_failed_refresh(tmp_path, unreadable):
+    """EACCES from listing the conf dir or reading the conf: the node is not shown guarded
+    (conf-not-wrapped, which pages), and every refresh still succeeds; it used to escape
+    ready.status() and fail each one, leaving the node with no per-node value at all."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and util-linux's setpriv to drop CAP_DAC_OVERRIDE")
+    make_feed(tmp_path)
+    (tmp_path / "etc/cni/net.d/00-multus.conf").write_text('{"type": "multus"}')
+    (tmp_path / unreadable).chmod(0)
+    caps = "-dac_override,-dac_read_search"
+    repo = Path(__file__).resolve().parents[2]
+    r = subprocess.run(["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", "--",
+                        sys.executable, "-c", CHILD.format(repo=str(repo), root=str(tmp_path))],
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"ready": ["conf-not-wrapped"], "errors": 0}

@@ -128,8 +128,8 @@ def test_prometheus_file_matches_markers_and_log(tmp_path):
     assert {s.labels["state"]: s.value for s in markers.samples} == {
         "attempted": 2, "completed": 1, "deleting": 1, "corrupt": 1
     }
-    oldest = _value(fams["cni_delguard_oldest_attempted_age_seconds"])
-    assert 7190 <= oldest <= 7200 + 600
+    oldest = _value(fams["cni_delguard_oldest_attempted_timestamp_seconds"])
+    assert 7190 <= time.time() - oldest <= 7200 + 600
     assert _value(fams["cni_delguard_log_readable"]) == 1
     assert _value(fams["cni_delguard_state_readable"]) == 1
 
@@ -140,7 +140,6 @@ def test_prometheus_without_log_or_state_still_writes_valid_text(tmp_path):
     metrics.write(str(prom), str(tmp_path / "none.log"), str(tmp_path / "none"))
     fams = _families(prom)
     assert _value(fams["cni_delguard_log_readable"]) == 0
-    assert _value(fams["cni_delguard_oldest_attempted_age_seconds"]) == 0
     assert "cni_delguard_oldest_attempted_timestamp_seconds" not in fams or not (
         fams["cni_delguard_oldest_attempted_timestamp_seconds"].samples)  # none: no sample
     # Every pair a command can log, at 0: the first one logged is an increase.

@@ -14,14 +14,51 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{/*
 One of the plain objects of the kustomize tree, which tools/generate-chart.py copies into files/:
 parsed, placed in the release's namespace (when namespaced) and given Helm's labels beside its
-own and the extra ones passed. Call with (dict "top" $ "file" NAME "labels" MAP "cluster" BOOL).
+own and the extra ones passed. Call with (dict "top" $ "file" NAME "labels" MAP "cluster" BOOL),
+or with "text" instead of "file" for an object already read (the rules, rendered).
 */}}
 {{- define "cni-delguard.object" -}}
-{{- $doc := .top.Files.Get (printf "files/%s" .file) | fromYaml -}}
+{{- $doc := (.text | default (.top.Files.Get (printf "files/%s" .file))) | fromYaml -}}
 {{- if not .cluster }}{{ $_ := set $doc.metadata "namespace" .top.Release.Namespace }}{{ end -}}
 {{- $labels := merge (dict) (include "cni-delguard.helmLabels" .top | fromYaml) (.labels | default dict) ($doc.metadata.labels | default dict) -}}
 {{- $_ := set $doc.metadata "labels" $labels -}}
 {{- toYaml $doc -}}
+{{- end }}
+
+{{/*
+The alerting rules' template (files/prometheusrule.yaml, a copy of the monitoring component's
+prometheusrule.template.yaml) with its tokens filled in, as cni_delguard/monitoring/rules.py fills
+them for the kustomize overlays (tests/installer/test_chart.py compares the two): ${Ni} is N scrape
+intervals (prometheus.podMonitor.interval) as a duration in the largest unit that divides it,
+${Ni:seconds} the same in seconds, ${interval} the interval as set, ${cluster} and ${cluster,}
+the cluster label (prometheus.prometheusRule.clusterLabel) alone and followed by ", ", both empty
+when it is, ${namespace} the release's namespace. The Prometheus templates in the annotations
+are text here, never rendered by Helm.
+*/}}
+{{- define "cni-delguard.rules" -}}
+{{- $text := .Files.Get "files/prometheusrule.yaml" -}}
+{{- $interval := .Values.prometheus.podMonitor.interval -}}
+{{- $step := 0 -}}
+{{- range regexFindAll "[0-9]+[smh]" $interval -1 -}}
+{{- $n := regexFind "^[0-9]+" . | atoi -}}
+{{- $unit := get (dict "s" 1 "m" 60 "h" 3600) (regexFind "[smh]$" .) -}}
+{{- $step = add $step (mul $n $unit) -}}
+{{- end -}}
+{{- range regexFindAll `\$\{[0-9]+i(:seconds)?\}` $text -1 | uniq -}}
+{{- $total := mul (regexFind "[0-9]+" . | atoi) $step -}}
+{{- $value := printf "%ds" $total -}}
+{{- if contains ":seconds" . }}{{ $value = printf "%d" $total -}}
+{{- else if eq (mod $total 3600) 0 }}{{ $value = printf "%dh" (div $total 3600) -}}
+{{- else if eq (mod $total 60) 0 }}{{ $value = printf "%dm" (div $total 60) -}}
+{{- end -}}
+{{- $text = replace . $value $text -}}
+{{- end -}}
+{{- $cluster := .Values.prometheus.prometheusRule.clusterLabel -}}
+{{- $text = replace "${interval}" $interval $text -}}
+{{- $text = replace "${cluster,}" (ternary (printf "%s, " $cluster) "" (ne $cluster "")) $text -}}
+{{- $text = replace "${cluster}" $cluster $text -}}
+{{- $text = replace "${namespace}" .Release.Namespace $text -}}
+{{- $text -}}
 {{- end }}
 
 {{/* The layout's row of files/layouts.yaml (generated from cni_delguard/node/layouts.py). */}}
@@ -83,6 +120,8 @@ installer's own flags would make `uninstall` exit 2. */}}
 {{- $cmd := list "/usr/lib/cni-delguard/cni-delguard" "ready" "--root" (include "cni-delguard.root" .) -}}
 {{- if .Values.cni.hold }}{{ $cmd = append $cmd "--uninstalled" }}{{ end -}}
 {{- if ne .Values.cni.layout "auto" }}{{ $cmd = concat $cmd (list "--layout" .Values.cni.layout) }}{{ end -}}
+{{- /* Serving metrics: not Ready while another process holds the port (the monitoring component's). */ -}}
+{{- if include "cni-delguard.serves" . }}{{ $cmd = concat $cmd (list "--live-file" "/run/cni-delguard/live") }}{{ end -}}
 {{- toYaml $cmd -}}
 {{- end }}
 

@@ -98,8 +98,10 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     findings = examine(node, args.repair)
     healthy = not any(_left(f) for f in findings)
     if args.json:
+        # The node's dirs as seen from here (under --root): what a runbook reads them from.
         body = {"root": args.root, "layout": node.layout, "dirsFrom": node.source,
-                "binDir": node.bin_dir, "confDir": node.conf_dir, "healthy": healthy,
+                "binDir": node.bin_dir, "confDir": node.conf_dir, "stateDir": node.state_dir,
+                "logFile": node.log_file or None, "healthy": healthy,
                 "findings": [f.as_dict() for f in findings]}
         stdout.write(as_json(body))
     else:

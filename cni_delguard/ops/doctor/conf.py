@@ -27,7 +27,7 @@ def check_conf(node: Node) -> list[Finding]:
                 "conf",
                 PROBLEM,
                 f"{name}, the conf the runtime uses, is not wrapped by "
-                f"cni-delguard: run `{text.command('install', node.root)}`",
+                f"cni-delguard: run `{install(node)}`",
                 node.conf_path,
             )
         ]
@@ -42,7 +42,7 @@ def check_conf(node: Node) -> list[Finding]:
                 "conf",
                 INFO,
                 "observe mode: every DEL is forwarded; the log says what the guard would "
-                f"have decided (`{text.command('install', node.root, '--mode', 'enforce')}` "
+                f"have decided (`{install(node, '--mode', 'enforce')}` "
                 "lets it decide)",
                 node.conf_path,
             )
@@ -55,7 +55,7 @@ def check_plugins(node: Node) -> list[Finding]:
     if node.guard is None:
         return []
     guard = os.path.join(node.bin_dir, PLUGIN_TYPE)
-    found = [_runs(guard, node.root)]
+    found = [_runs(guard, node)]
     delegate = node.guard.get("delegate")
     dtype = delegate.get("type") if isinstance(delegate, dict) else None
     if not isinstance(dtype, str) or not valid_name(dtype):
@@ -86,6 +86,12 @@ def check_plugins(node: Node) -> list[Finding]:
     return found
 
 
+def install(node: Node, *argv: str) -> str:
+    """The install command for this node, with its layout: the one a runbook's `doctor --layout`
+    ran with, or the one found (an install with another would look in other dirs)."""
+    return text.command("install", node.root, "--layout", node.layout, *argv)
+
+
 def _on_node(node: Node, path: str) -> str:
     """A path under the root with the node's own links followed inside it, as the runtime
     follows them: a plugin linked by its absolute path (/opt/cni/bin/bridge -> /usr/lib/cni/
@@ -107,15 +113,15 @@ def _link_out_of_sight(node: Node, path: str) -> str | None:
     return "/" + os.path.relpath(resolved, node.root)
 
 
-def _runs(path: str, root: str) -> Finding:
+def _runs(path: str, node: Node) -> Finding:
     if not os.access(path, os.X_OK):
         return Finding(
             "plugins",
             PROBLEM,
-            f"{path} is missing or not executable: run `{text.command('install', root)}`",
+            f"{path} is missing or not executable: run `{install(node)}`",
             path,
         )
-    versions, why = bundle.answers_version(path, root)
+    versions, why = bundle.answers_version(path, node.root)
     if versions is None:
         return Finding("plugins", PROBLEM, why, path)
     return Finding("plugins", OK, f"{path} runs (CNI versions {', '.join(map(str, versions))})")
