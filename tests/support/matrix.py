@@ -24,8 +24,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 RUNTIMES = ("containerd", "cri-o")
 # multus-thin: kube-ovn inline in multus thin's `delegates`; multus-thin-path: the same conflist
-# named by its path in `clusterNetwork` (tests/support/multus.py Thin)
-DELEGATES = ("fake-stateful", "multus-thin", "multus-thin-path", "multus-thick")
+# named by its path in `clusterNetwork` (tests/support/multus.py Thin); multus-thick-auto: the
+# reported stack (tests/support/reported_stack.py): multus v4.3.0 thick with `multusConfigFile:
+# auto` before the real kube-ovn CNI and portmap, its daemon under a 100m CPU limit;
+# multus-thick-auto-v4.2.3: the same with multus v4.2.3, the version of the report
+DELEGATES = ("fake-stateful", "multus-thin", "multus-thin-path", "multus-thick",
+             "multus-thick-auto", "multus-thick-auto-v4.2.3")
 DRIVERS = ("cri", "kubelet")
 SCENARIOS = (
     "double-del",  # a pod deleted normally; the delegate forgets its state after a good DEL
@@ -38,6 +42,14 @@ SCENARIOS = (
     "del-error-propagates",  # a normal pod whose delegate's DEL error must come back
     "installer",  # the DaemonSet's pod template run by the kubelet: a pod created after the
     # install, deleted (guard true), and one created after the uninstall overlay (guard false)
+    "kube-ovn-down-at-boot",  # a node rebooted with a pod running; kube-ovn's daemon comes back
+    # only some time after the node (the pod's new ADD fails meanwhile)
+    "kube-ovn-hangs-del",  # kube-ovn's daemon accepts a DEL and never answers (unhealthy OVSDB)
+    # while a pod is deleted, multus's daemon restarting meanwhile (a real kubelet's deadlines)
+    "multus-restart",  # multus's daemon stopped (its 00-multus.conf removed) while a pod is
+    # deleted, kube-ovn's daemon down too; multus's daemon back some seconds later
+    "reboot-20-pods",  # a node rebooted with 20 pods running: every old sandbox's DELs and the
+    # new sandboxes' ADDs at once, through multus's daemon under its CPU limit
 )
 OUTCOMES = (
     "removed",  # the stale sandbox is gone (and its pod can start again)

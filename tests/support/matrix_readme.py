@@ -27,6 +27,10 @@ DELEGATE_NAMES = {
     "multus-thin": "real multus thin, kube-ovn's conflist inline in `delegates`",
     "multus-thin-path": "real multus thin, kube-ovn's conflist by its path in `clusterNetwork`",
     "multus-thick": "real multus-shim and multus-daemon",
+    "multus-thick-auto": "real multus v4.3.0 thick, `multusConfigFile: auto`, before the real "
+    "kube-ovn CNI and portmap, its daemon limited to 100m CPU",
+    "multus-thick-auto-v4.2.3": "the reported stack: real multus v4.2.3 thick, `multusConfigFile: "
+    "auto`, before the real kube-ovn CNI and portmap, its daemon limited to 100m CPU",
 }
 MISSING = "-"
 
