@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from typing import BinaryIO, TextIO
 
     from cni_delguard.guard.config import Defaults
-    from cni_delguard.node.exporter import Feed, Plan
 
 DESCRIPTION = """\
 A CNI meta-plugin that lets DEL succeed when ADD never happened. The container runtime runs it
@@ -133,8 +132,13 @@ def _version_of(data: bytes) -> str | None:
 
 
 def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
-    """Every subcommand registers itself from its own module (the tools' floors)."""
+    """Every subcommand registers itself from its own module (the tools' floors). The
+    monitoring package (floor 5) is connected here to the commands below it that serve or write
+    metrics: the watcher (`install --watch`, node/) and `stats --prometheus` (ops/). Its exporter
+    module costs what node/'s own modules do (no prometheus-client: that is imported only to
+    render)."""
     from cni_delguard import buildinfo
+    from cni_delguard.monitoring import exporter
     from cni_delguard.node import cli as node_cli
     from cni_delguard.ops import doctor, listing, release, stats
     from cni_delguard.tooling import Parser
@@ -142,22 +146,22 @@ def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     parser = Parser(prog="cni-delguard", description=DESCRIPTION, out=out, err=err)
     parser.add_argument("--version", action="version", version=buildinfo.line())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    stats.register(sub)
+    stats.register(sub, textfile=_textfile)
     listing.register(sub)
     doctor.register(sub)
     release.register(sub)
-    node_cli.register(sub, metrics=_watcher_feed)
+    node_cli.register(sub, metrics=exporter)
     version = sub.add_parser("version", help="print the version and exit")
     version.set_defaults(run=lambda _args, o, _e: _print_version(o))
     return parser
 
 
-def _watcher_feed(plan: Plan) -> Feed:
-    """What `install --watch --metrics-address/--metrics-file` serves: ops/ (floor 4) feeds
-    node/'s exporter (floor 3), which cannot import it. Imported only when a watcher asks."""
-    from cni_delguard.ops.feed import WatcherFeed
+def _textfile(path: str, log_file: str, state_dir: str) -> None:
+    """`stats --prometheus FILE`: the monitoring package's textfile, for ops/'s `stats` (floor
+    4), which cannot import it. Imported only when asked for."""
+    from cni_delguard.monitoring import metrics
 
-    return WatcherFeed(plan)
+    metrics.write(path, log_file, state_dir)
 
 
 def _print_version(out: TextIO) -> int:

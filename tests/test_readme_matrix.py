@@ -1,10 +1,10 @@
-"""README's per-runtime table is the last matrix, rendered (tools/render-matrix.py).
+"""docs/compatibility.md's runtime tables are the last matrix, rendered (tools/render-matrix.py).
 
 The e2e suites record their rows into .cache/e2e/matrix.json as they run; this test renders them
-and compares with README.md. tests/conftest.py runs it after every other test of the session, so
-that in a whole run (tools/test.sh, CI) it checks the matrix that very run wrote (tools/test.sh
-removes the previous one first). Without a matrix it is skipped in the quick loop, and fails
-under CI, where the e2e suites have just run.
+and compares with docs/compatibility.md. tests/conftest.py runs it after every other test of the
+session, so that in a whole run (tools/test.sh, CI) it checks the matrix that very run wrote
+(tools/test.sh removes the previous one first). Without a matrix it is skipped in the quick
+loop, and fails under CI, where the e2e suites have just run.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def test_readme_table_is_the_last_matrix() -> None:
     readme = matrix_readme.readme_path().read_text(encoding="utf-8")
     changes = matrix_readme.diff(readme, rows)
     assert not changes, (
-        "README's runtime table differs from the last matrix; if the run is the one to publish, "
+        "docs/compatibility.md's runtime tables differ from the last matrix; if the run is the "
+        "one to publish, "
         f"tools/render-matrix.py --write\n{changes}"
     )
 

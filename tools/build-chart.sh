@@ -13,7 +13,7 @@
 # clean. The helm is $HELM, else the newest `helm` row of peers/pins.tsv, built by
 # tools/install-peers.sh if it is not yet (a few minutes, once). Prints the package's path.
 #
-# To publish it in an OCI registry (README "Deploy"):
+# To publish it in an OCI registry (docs/install.md):
 #   helm registry login REGISTRY      # if it asks for credentials
 #   helm push dist/charts/cni-delguard-<version>.tgz oci://REGISTRY/PATH
 #   helm install cni-delguard oci://REGISTRY/PATH/cni-delguard --version <version> -n kube-system

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""render-matrix.py: README's per-runtime table from the last matrix (.cache/e2e/matrix.json).
+"""render-matrix.py: docs/compatibility.md's runtime tables from the last matrix (.cache/e2e/).
 
     tools/render-matrix.py            print the table the matrix gives
-    tools/render-matrix.py --write    rewrite README's table (between its matrix markers)
-    tools/render-matrix.py --check    exit 1 with a diff when README's table and the matrix differ
+    tools/render-matrix.py --write    rewrite the page's tables (between its matrix markers)
+    tools/render-matrix.py --check    exit 1 with a diff when the page and the matrix differ
 
 --matrix PATH reads another matrix file (default: DELGUARD_E2E_CACHE/matrix.json, else
 .cache/e2e/matrix.json). The e2e suites write the matrix (tests/support/matrix.py); the rendering
-is tests/support/matrix_readme.py, which tests/test_readme_matrix.py checks README against.
+is tests/support/matrix_readme.py, which tests/test_readme_matrix.py checks the page against.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from tests.support import matrix, matrix_readme
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help="rewrite README's table")
-    mode.add_argument("--check", action="store_true", help="exit 1 when README disagrees")
+    mode.add_argument("--write", action="store_true", help="rewrite the page's tables")
+    mode.add_argument("--check", action="store_true", help="exit 1 when the page disagrees")
     parser.add_argument("--matrix", type=Path, default=None, help="the matrix file")
     args = parser.parse_args(argv)
     source = args.matrix or matrix.path()

@@ -227,9 +227,17 @@ def _forward_recorded(
     bookkeeping after it: a marker that cannot be put back (a full or read-only state fs) is
     logged, never reported in its place. The next DEL still sees evidence: the old marker when
     the `deleting` one could not be written either (the usual case on such a fs), else the
-    `deleting` one, which forwards the DEL again (leniently)."""
+    `deleting` one, which forwards the DEL again (leniently).
+
+    A strict DEL of an attachment the guard holds no marker for (an ADD from before the guard
+    was installed: only libcni's cache or prevResult says it completed) puts a `completed`
+    marker in its place when it fails, `adopted` naming that evidence: the next DEL is strict
+    as before, and `release`, which works from markers, can now free it (doctor prints the
+    command for every strict DEL that keeps failing)."""
     markers, key = held.markers, held.key
     prior = markers.body(key)
+    if not prior and decision == decide.FORWARD_STRICT:
+        prior = adopted(markers, ctx, fields)
     try:
         # Not fsynced: it is for a guard killed mid-DEL; after a power loss the delegate's
         # runtime state is gone as well.
@@ -247,6 +255,16 @@ def _forward_recorded(
             except (errors.CniError, OSError) as exc:
                 fields["warning"] = f"marker not put back: {getattr(exc, 'msg', exc)}"
         raise
+
+
+def adopted(
+    markers: store.MarkerStore, ctx: Context, fields: dict[str, object]
+) -> dict[str, object]:
+    """The `completed` marker a failed strict DEL leaves for an ADD the guard never saw."""
+    found = fields.get("evidence")
+    # The lock file is no sign of an ADD (decide.decide_del): only the rest is named.
+    why = [name for name in found if name != "lock"] if isinstance(found, list) else []
+    return markers.new_body(marker.COMPLETED, ctx.inv.container_id, ctx.inv.ifname, adopted=why)
 
 
 def _call_delegate(

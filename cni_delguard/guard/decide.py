@@ -15,6 +15,9 @@ FORWARD_LENIENT = "forward-lenient"
 FORWARD_STRICT = "forward-strict"
 # A strict DEL whose delegate failed, answered with success on an operator's word (ops/release.py).
 RELEASED = "released"
+# A deadlock break: a DEL answered with success although the delegate failed it, for the
+# metrics and for `cni-delguard stats` alike.
+BREAKS = (FORWARD_LENIENT, RELEASED)
 
 
 class Evidence:

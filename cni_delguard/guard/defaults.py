@@ -1,4 +1,4 @@
-"""Defaults of the guard's optional config keys (documented in README.md and docs/DESIGN.md)."""
+"""Defaults of the guard's optional config keys (docs/configuration.md, docs/DESIGN.md)."""
 
 from __future__ import annotations
 

@@ -17,8 +17,6 @@ One module per job:
 | `follow.py` | the decision log read as it grows (`Tail`); DELs let through, into the log |
 | `fsops.py` | file copy, symlink switch, fsync of directories, private dirs |
 | `watch.py` | `--watch`: keep the conf wrapped and the bundle whole, with storm damping |
-| `exporter.py` | the watcher's metrics thread: refresh, write the textfile, keep the endpoint |
-| `endpoint.py` | the scrape endpoint: a bounded HTTP/1.0 server for `GET /metrics` |
 | `options.py` | the options every command shares; `under`, the one `--root` join; `located` |
 | `layouts.py` | the node layouts, one row each; `--layout auto` finds one under the root |
 """

@@ -6,11 +6,11 @@ long-running `install --watch` logs every line, with a UTC time, to stdout (what
 shows). This is the one place where errors become a single line on stderr and an exit code (the
 table is in errors.py; `ready` has its own, in ready.py).
 
-The metrics seam: `register(sub, metrics=factory)` lets `install --watch --metrics-address
-ADDR` serve, and `--metrics-file PATH` write, what `factory(exporter.Plan)` gives (a Feed),
-refreshed every `--metrics-interval` seconds in a thread of its own (exporter.py). node/ (floor 3)
-cannot import ops/ (floor 4), so the caller above both connects them; without a factory the
-options are refused.
+The metrics seam: `register(sub, metrics=hook)` gives `install` the watcher's metrics options
+(`--metrics-address`, `--metrics-file`, ...) and lets `install --watch` start what serves and
+writes them, in a thread of its own (cni_delguard/monitoring/exporter.py, the `Metrics` below).
+node/ (floor 3) cannot import the monitoring package (floor 5), so the caller above both
+connects them; without a hook the options are not there.
 """
 
 from __future__ import annotations
@@ -25,14 +25,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TextIO, TypeVar
+from typing import Any, Protocol, TextIO, TypeVar
 
 from cni_delguard.guard import defaults
 from cni_delguard.node import (
     actions,
     confdir,
-    endpoint,
-    exporter,
     follow,
     hostlock,
     layouts,
@@ -53,6 +51,27 @@ PROG = "cni-delguard"
 _PATH_KEYS = ("stateDir", "logFile")
 
 
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+class Metrics(Protocol):
+    """The watcher's metrics side (cni_delguard/monitoring/exporter.py): its options, their
+    check before the watcher starts (UsageError), and the thread that serves and writes them
+    (None when no option asks for it)."""
+
+    def add_options(self, group: Any) -> None: ...
+    def check(self, args: argparse.Namespace) -> None: ...
+    def start(
+        self,
+        args: argparse.Namespace,
+        opts: actions.Options,
+        log_file: str,
+        counts: watch.Counts,
+        say: actions.Say,
+    ) -> Stoppable | None: ...
+
+
 def build_parser(out: TextIO | None = None, err: TextIO | None = None) -> argparse.ArgumentParser:
     parser = Parser(
         prog=PROG, description="Put cni-delguard on a node, or take it off.", out=out, err=err
@@ -61,7 +80,7 @@ def build_parser(out: TextIO | None = None, err: TextIO | None = None) -> argpar
     return parser
 
 
-def register(sub: Any, metrics: exporter.FeedFactory | None = None) -> None:
+def register(sub: Any, metrics: Metrics | None = None) -> None:
     """Add `install`, `uninstall` and `ready` to a parser's subcommands."""
     inst = sub.add_parser(
         "install",
@@ -95,7 +114,7 @@ def register(sub: Any, metrics: exporter.FeedFactory | None = None) -> None:
     for p in (inst, uninst, probe):
         _add_common(p)
         p.set_defaults(run=run, metrics=metrics)
-    _add_install(inst)
+    _add_install(inst, metrics)
     uninst.add_argument(
         "--hold", action="store_true", help="after uninstalling, stay running until SIGTERM"
     )
@@ -135,7 +154,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_install(p: argparse.ArgumentParser) -> None:
+def _add_install(p: argparse.ArgumentParser, metrics: Metrics | None) -> None:
     p.add_argument(
         "--bundle-dir",
         metavar="DIR",
@@ -196,33 +215,8 @@ def _add_install(p: argparse.ArgumentParser) -> None:
         help="print each DEL the guard let through from its decision log (default: its "
         "logFile under --root; '' turns it off)",
     )
-    w.add_argument(
-        "--metrics-address",
-        default="",
-        metavar="IP:PORT",
-        help="serve Prometheus metrics at http://IP:PORT/metrics (':PORT' every address; an IP "
-        f"alone: port {endpoint.DEFAULT_PORT}); off by default",
-    )
-    w.add_argument(
-        "--metrics-file",
-        metavar="PATH",
-        help="refresh node-exporter textfile metrics at this host path (under --root); off "
-        "by default",
-    )
-    w.add_argument(
-        "--metrics-interval",
-        type=float,
-        default=15.0,
-        metavar="SECONDS",
-        help="read what is new for the metrics this often (%(default)g)",
-    )
-    w.add_argument(
-        "--stuck-after",
-        type=float,
-        metavar="SECONDS",
-        help="a strict DEL failing this long counts in cni_delguard_stuck_strict_dels "
-        "(default: doctor's threshold, 600)",
-    )
+    if metrics is not None:
+        metrics.add_options(w)
 
 
 # What each command reads of the layout (the rest may differ between layouts found).
@@ -458,10 +452,8 @@ def _hold(say: actions.Say) -> None:
 def _watch(args: argparse.Namespace, say: actions.Say) -> None:
     if args.dry_run:
         raise UsageError("--watch and --dry-run do not go together")
-    if (args.metrics_file or args.metrics_address) and args.metrics is None:
-        raise UsageError("--metrics-address/--metrics-file: this build has no metrics connected")
-    if not args.metrics_interval > 0:  # also NaN: the metrics thread would spin
-        raise UsageError(f"--metrics-interval {args.metrics_interval:g}: give a number of seconds")
+    if args.metrics is not None:
+        args.metrics.check(args)
     stop = _stop_event()
     counts = watch.Counts()
     beat = _heartbeat(args, counts)
@@ -481,7 +473,9 @@ def _watch(args: argparse.Namespace, say: actions.Say) -> None:
         f"(layout {opts.layout}, dirs from the {opts.source}, every {limits.interval:g} s)"
     )
     _start(opts, say)
-    metrics = _exporter(args, opts, counts, say)
+    metrics = None
+    if args.metrics is not None:
+        metrics = args.metrics.start(args, opts, _guard_log(args, opts), counts, say)
     tasks = [*_tasks(args, opts, say), watch.Periodic(limits.interval, beat)]
     try:
         opts = watch.run(opts, limits, stop, say, tasks=tasks, counts=counts,
@@ -518,18 +512,3 @@ def _tasks(
         return []
     return [watch.Periodic(args.watch_interval, follow.Follower(log, say).poll)]
 
-
-def _exporter(
-    args: argparse.Namespace, opts: actions.Options, counts: watch.Counts, say: actions.Say
-) -> exporter.Exporter | None:
-    if not (args.metrics_address or args.metrics_file):
-        return None
-    plan = exporter.Plan(
-        opts, _guard_log(args, opts), counts, args.stuck_after, args.metrics_interval
-    )
-    textfile = where.under(args.root, args.metrics_file) if args.metrics_file else None
-    metrics = exporter.Exporter(
-        args.metrics(plan), args.metrics_address, textfile, args.metrics_interval, say
-    )
-    metrics.start()
-    return metrics

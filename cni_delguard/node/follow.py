@@ -1,6 +1,7 @@
 """Follow the guard's decision log as it grows: `Tail` reads what was appended since the last
 look, and `Follower` prints the DELs the guard let through into the installer's own output
-(`kubectl logs`). The watcher's metrics read the log through a Tail of their own (ops/feed.py).
+(`kubectl logs`). The watcher's metrics read the log through a Tail of their own
+(monitoring/feed.py).
 
 The guard writes one JSON line per decision to its logFile (guard/log.py), rotated to `.1` at
 10 MiB (a rename, then a new file). A Tail keeps the inode and offset it has read up to; when the

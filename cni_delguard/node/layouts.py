@@ -3,8 +3,8 @@ the operator tools and the manifests alike (the kustomize overlays are checked a
 
 Adding a layout is one row here, one overlay under installer/kustomize/overlays/<name>, and one
 fake node root in tests/node_roots: no command asks which layout it runs on; each takes the row.
-Where each path comes from (the distribution's source or docs) is the table in README "Deploy";
-the comments below name it too.
+Where each path comes from (the distribution's source or docs) is the table in docs/install.md
+("Node layouts"); the comments below name it too.
 
 libcni's result cache and multus's cache are where their own defaults put them on every layout
 found so far: containerd's CRI (go-cni) and CRI-O (ocicni) give libcni no cache dir, so libcni

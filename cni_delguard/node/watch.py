@@ -4,7 +4,7 @@ Polling, not inotify: every `interval` (1 s) the watcher stats the conf the runt
 inode, mtime, ctime, size) and the guard's bundle (its link and the directories of the version it
 points to; the full check of every file's kind and size when those changed, and once a minute).
 That needs no inotify watch (a per-user limit on nodes full of watchers), sees a conf dir that is
-itself replaced, and costs about 0.2 % of a core (README "Deploy"). A conf that changed is
+itself replaced, and costs about 0.2 % of a core (docs/install.md). A conf that changed is
 re-wrapped once it has stayed unchanged for `settle` (0.5 s; multus writes its conf in one rename,
 other installers in several steps), so a multus rewrite is wrapped again within about
 interval + settle (1.5 s) plus the check of the plugin (one exec of VERSION).
@@ -101,8 +101,8 @@ class Limits:
 
 @dataclass
 class Counts:
-    """What the watcher did, for its metrics (ops/feed.py reads them from another thread: each
-    is an int that only this loop writes)."""
+    """What the watcher did, for its metrics (monitoring/feed.py reads them from another thread:
+    each is an int that only this loop writes)."""
 
     rewraps: int = 0  # the conf wrapped (at start, and after another writer changed it)
     repairs: int = 0  # a damaged or missing bundle copied in again

@@ -145,7 +145,7 @@ DESCRIPTION = (
     "Record, for the matching attachments only, that the next DEL may succeed "
     "even if the delegate's DEL fails. The DEL is still forwarded; a failure is logged as "
     "'released' with REASON and the delegate's error. What the delegate fails to delete "
-    "leaks (IP addresses, interfaces, its own state): see README 'Already stuck?'."
+    "leaks (IP addresses, interfaces, its own state): see docs/troubleshooting.md."
 )
 
 

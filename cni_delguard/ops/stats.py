@@ -15,16 +15,21 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 
-from cni_delguard.guard import defaults
+from cni_delguard.guard import decide, defaults
 from cni_delguard.node import layouts, options
-from cni_delguard.ops import counts, logread
+from cni_delguard.ops import logread
 from cni_delguard.ops.logread import LogError, LogReader
 from cni_delguard.ops.text import as_json, clean
 from cni_delguard.tooling import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, TextIO
+
+    # `stats --prometheus FILE`: writes the textfile (path, log file, state dir). The monitoring
+    # package (floor 5) has it; cni_delguard.cli connects it, as ops/ (floor 4) cannot import it.
+    Textfile = Callable[[str, str, str], None]
 
 # DEL decisions answered without the delegate's success: skipped (not called), or forwarded with
 # failures ignored; `released` is an operator's release valve (issue 14), counted the same way.
@@ -36,7 +41,7 @@ _MAX_DIGITS = 12  # 10**12 s is 31 700 years: anything longer reaches before 197
 
 class Tally:
     """What the log says, folded one record at a time, with every break and unblocked
-    attachment kept for the listing (the metrics fold the log into ops/counts.py instead)."""
+    attachment kept for the listing (the metrics fold the log into monitoring/counts.py instead)."""
 
     def __init__(self, since: str | None = None, network: str | None = None) -> None:
         self.since = since
@@ -74,7 +79,7 @@ class Tally:
         error = _delegate_error(rec)
         entry = _attachment(rec)
         ts = logread.text(rec.get("ts"))
-        if decision in counts.BREAKS and error is not None:
+        if decision in decide.BREAKS and error is not None:
             self.breaks.append(
                 {
                     **entry,
@@ -176,9 +181,10 @@ DESCRIPTION = (
 )
 
 
-def register(sub: Any) -> None:
-    """Add `stats` to cni_delguard.cli's subcommands."""
+def register(sub: Any, textfile: Textfile | None = None) -> None:
+    """Add `stats` to cni_delguard.cli's subcommands; `textfile` writes `--prometheus FILE`."""
     parser = options.command(sub, "stats", run, SUMMARY, DESCRIPTION)
+    parser.set_defaults(textfile=textfile)
     options.add(parser, "root")
     layouts.add_option(parser)
     options.add(parser, "log_file")
@@ -211,10 +217,11 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         stderr.write(f"cni-delguard stats: {clean(exc)}\n")
         return 2
     if args.prometheus:
-        from cni_delguard.ops import metrics
-
+        if args.textfile is None:
+            stderr.write("cni-delguard stats: --prometheus: this build has no metrics connected\n")
+            return 2
         try:
-            metrics.write(args.prometheus, log_file, state_dir)
+            args.textfile(args.prometheus, log_file, state_dir)
         except OSError as exc:
             stderr.write(f"cni-delguard stats: cannot write {clean(args.prometheus)}: {exc}\n")
             return 2

@@ -200,7 +200,13 @@ class MarkerStore:
         durable: bool = True,
         **extra: object,
     ) -> None:
-        body = {
+        self._put(key, self.new_body(state, container_id, ifname, **extra), durable)
+
+    def new_body(
+        self, state: str, container_id: str, ifname: str, **extra: object
+    ) -> dict[str, object]:
+        """A marker as write() puts it: its state, the attachment, the time, the pod."""
+        body: dict[str, object] = {
             "state": state,
             "containerID": container_id,
             "ifname": ifname,
@@ -209,7 +215,7 @@ class MarkerStore:
         }
         if self.pod is not None:
             body["pod"] = dict(self.pod)
-        self._put(key, body, durable)
+        return body
 
     def restore(self, key: str, body: dict[str, object]) -> None:
         """Put back a marker as it was read (or remove it when there was none)."""

@@ -26,7 +26,8 @@ import pytest
 import yaml
 
 from cni_delguard.cli import build_parser
-from cni_delguard.node import endpoint, layouts
+from cni_delguard.monitoring import endpoint
+from cni_delguard.node import layouts
 from tests.support.helm import CHART, by_kind
 from tests.support.kustomize import render_all
 from tests.support.objdiff import HELM_LABELS, diff, diff_objects, key

@@ -1,5 +1,5 @@
-"""node/endpoint.py and exporter.py: the scrape endpoint answers a scraper, and a slow, greedy or
-hostile client can neither stall it for long nor reach the watcher; a port that cannot be bound
+"""monitoring/endpoint.py and exporter.py: the scrape endpoint answers a scraper, and a slow, greedy
+or hostile client can neither stall it for long nor reach the watcher; a port that cannot be bound
 is one line in the watcher's log and nothing else. Real sockets on loopback, real threads."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import urllib.request
 
 import pytest
 
-from cni_delguard.node import endpoint
-from cni_delguard.node.exporter import Exporter
+from cni_delguard.monitoring import endpoint
+from cni_delguard.monitoring.exporter import Exporter
 from tests.support.waiting import wait_for
 
 BODY = b"# HELP cni_delguard_x x\n# TYPE cni_delguard_x gauge\ncni_delguard_x 1.0\n"

@@ -25,8 +25,7 @@ import pytest
 import yaml
 
 from cni_delguard.cli import build_parser
-from cni_delguard.node import endpoint
-from cni_delguard.ops import series
+from cni_delguard.monitoring import endpoint, series
 from tests.support.kustomize import kubectl, render, render_all
 
 from .test_manifests import VERSIONS, pod
@@ -166,7 +165,7 @@ def runbook_urls(docs) -> dict[str, str]:
 def test_the_settings_reach_every_object_they_name(docs):
     spec = settings()["spec"]
     base = spec["runbookBaseURL"]
-    assert base.startswith("https://") and base.endswith("/README.md")
+    assert base.startswith("https://") and base.endswith("/docs/runbooks.md")
     for alert, url in runbook_urls(docs).items():
         assert url == f"{base}#{alert.lower()}", alert
     for kind in ("PodMonitor", "PrometheusRule"):

@@ -68,8 +68,9 @@ pytestmark = IMAGE_TESTS
 
 
 def runbook_section() -> str:
-    text = (REPO / "README.md").read_text()
-    return text[text.index("### Alerts and runbooks") : text.index("## Already stuck?")]
+    monitoring = (REPO / "docs" / "monitoring.md").read_text()
+    alerts = monitoring[monitoring.index("## Alerts and runbooks"):]
+    return alerts + (REPO / "docs" / "runbooks.md").read_text()
 
 
 def commands_in(markdown: str) -> list[str]:

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from cni_delguard import __version__
-from cni_delguard.ops import series
+from cni_delguard.monitoring import series
 from tests.support import guard
 from tests.support.fakes import install_fake
 from tests.support.guard import HOST_ARCH

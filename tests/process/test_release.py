@@ -18,6 +18,7 @@ import pytest
 from cni_delguard.ops import stuck
 from tests.support import guard
 from tests.support.fakes import install_fake
+from tests.support.nodestate import libcni_result
 
 STALE_DEL = "server_socket is required in cni.conf"
 UID = "6f1c0a52-3b9e-4d1f-9a57-0c2b8e4d7a10"
@@ -122,6 +123,31 @@ def test_released_attachment_del_succeeds_after_failing_strictly(node):
     assert cni(node, "DEL") == (0, None)  # a repeated DEL: no evidence left
     assert log_lines(node)[-1]["decision"] == "skip"
     assert calls(node) == ["ADD", "DEL", "DEL"]
+
+
+def test_an_add_from_before_the_install_is_adopted_and_can_be_released(node):
+    """No marker of the guard's: only libcni's cache says the ADD completed (the pod was
+    created before the guard was installed). Its failing strict DEL leaves a `completed` marker
+    naming that evidence, so that the command doctor prints for it (stuck.release_command)
+    frees it; before, `release` found nothing to release and exited 2."""
+    cache = libcni_result(node / "results", "net1", "c1")
+    code, out = cni(node, "DEL")
+    assert (code, out["code"], out["msg"]) == (1, 7, STALE_DEL)  # strict: the error comes back
+    marker = json.loads((node / "state/networks/net1/c1:eth0.json").read_text())
+    assert (marker["state"], marker["adopted"]) == ("completed", ["libcni-cache"])
+    assert marker["pod"] == {"namespace": "default", "name": "web", "uid": UID}
+
+    code, out = cni(node, "DEL")  # strict again: adopting it changed no decision
+    assert (code, out["msg"]) == (1, STALE_DEL)
+    assert [x["decision"] for x in log_lines(node)] == ["forward-strict", "forward-strict"]
+
+    done = release(node, "--pod", "default/web", "--reason", "created before the guard")
+    assert done.returncode == 0, done.stderr
+    assert cni(node, "DEL") == (0, None)
+    assert log_lines(node)[-1]["decision"] == "released"
+    assert calls(node) == ["DEL", "DEL", "DEL"]  # the delegate got every DEL
+    assert state_files(node) == {"net1": []}
+    assert cache.exists()  # libcni's own file is libcni's to remove
 
 
 def test_release_of_a_delegate_that_never_answers(node):

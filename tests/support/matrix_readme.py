@@ -1,10 +1,11 @@
-"""README's per-runtime table, rendered from the matrix (tests/support/matrix.py's rows).
+"""docs/compatibility.md's per-runtime tables, rendered from the matrix (support/matrix.py).
 
-The table sits in README.md between BEGIN and END. One table per chain and driver: a row per
-scenario (the matrix's order), a column per runtime and version (as the binary reported it), and
-in each cell the outcome without the guard, then with it; an outcome the guard changes is bold.
-Seconds are not rendered: they differ from run to run, outcomes must not. tools/render-matrix.py
-writes or checks README with it; tests/test_readme_matrix.py fails when the two disagree.
+The tables sit in docs/compatibility.md between BEGIN and END. One table per chain and driver: a
+row per scenario (the matrix's order), a column per runtime and version (as the binary reported
+it), and in each cell the outcome without the guard, then with it; an outcome the guard changes
+is bold. Seconds are not rendered: they differ from run to run, outcomes must not.
+tools/render-matrix.py writes or checks the page with it; tests/test_readme_matrix.py fails when
+the two disagree.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from tests.support import matrix
 
-README = matrix.REPO / "README.md"
+README = matrix.REPO / "docs" / "compatibility.md"  # the page the tables live on
 BEGIN = ("<!-- matrix:begin (tools/render-matrix.py --write renders this from "
          ".cache/e2e/matrix.json) -->")
 END = "<!-- matrix:end -->"
@@ -78,10 +79,10 @@ def render(rows: Iterable[matrix.Row]) -> str:
 
 
 def split(readme: str) -> tuple[str, str, str]:
-    """README as (before BEGIN, between, from END on); ValueError without the markers."""
+    """The page as (before BEGIN, between, from END on); ValueError without the markers."""
     start, end = readme.find(BEGIN), readme.find(END)
     if start < 0 or end < start:
-        raise ValueError(f"README has no {BEGIN!r} ... {END!r} section")
+        raise ValueError(f"the page has no {BEGIN!r} ... {END!r} section")
     body_from = start + len(BEGIN)
     return readme[:body_from], readme[body_from:end], readme[end:]
 
@@ -92,11 +93,11 @@ def rewritten(readme: str, rows: Iterable[matrix.Row]) -> str:
 
 
 def diff(readme: str, rows: Iterable[matrix.Row]) -> str:
-    """What --write would change in README ("" when it agrees with the rows)."""
+    """What --write would change in the page ("" when it agrees with the rows)."""
     new = rewritten(readme, rows)
     return "".join(difflib.unified_diff(readme.splitlines(keepends=True),
-                                        new.splitlines(keepends=True), "README.md",
-                                        "README.md (from the matrix)"))
+                                        new.splitlines(keepends=True), "docs/compatibility.md",
+                                        "docs/compatibility.md (from the matrix)"))
 
 
 def readme_path() -> Path:

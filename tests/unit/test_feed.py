@@ -1,4 +1,4 @@
-"""ops/feed.py, the watcher's metrics: counters from what is logged while it runs, the stuck
+"""monitoring/feed.py, the watcher's metrics: counters from what is logged while it runs, the stuck
 strict DELs remembered across a restart, the log read incrementally (never again whole), and an
 exposition that promtool accepts."""
 
@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from cni_delguard.monitoring import metrics, series
+from cni_delguard.monitoring.feed import Plan, WatcherFeed
 from cni_delguard.node import actions, watch
-from cni_delguard.node.exporter import Plan
-from cni_delguard.ops import metrics, series
-from cni_delguard.ops.feed import WatcherFeed
 from tests.support.nodestate import log_lines, marker
 
 TS = "%Y-%m-%dT%H:%M:%SZ"

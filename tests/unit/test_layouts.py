@@ -219,9 +219,9 @@ def test_an_unknown_name_is_a_usage_error(tmp_path):
 
 
 def readme_layout_rows() -> dict[str, list[str]]:
-    """README "Node layouts": the first cell's layout name -> the row's cells."""
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = text.split("### Node layouts", 1)[1].split("\n\n")
+    """docs/install.md "Node layouts": the first cell's layout name -> the row's cells."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "install.md").read_text()
+    section = text.split("## Node layouts", 1)[1].split("\n\n")
     table = next(block for block in section if block.startswith("| layout |"))
     rows = {}
     for line in table.splitlines()[2:]:

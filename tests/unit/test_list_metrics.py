@@ -14,7 +14,7 @@ import time
 from prometheus_client.parser import text_string_to_metric_families
 
 from cni_delguard import cli
-from cni_delguard.ops import metrics, series
+from cni_delguard.monitoring import metrics, series
 from tests.support.nodestate import log_lines, marker
 
 # Ages are planted when a test runs, never at import (collection comes minutes earlier).

@@ -1,5 +1,5 @@
-"""The series registry (ops/series.py) stays the one truth: every decision the guard logs has its
-label value, README lists every series and every alert, the metrics' idea of a deadlock break is
+"""The series registry (monitoring/series.py) stays the one truth: every decision the guard logs has
+its label value, README lists every series and every alert, the metrics' idea of a deadlock break is
 `stats`' idea, and prometheus-client stays off the plugin's exec path and the `ready` probe."""
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cni_delguard.ops import counts, series, stats
-from cni_delguard.ops.counts import DecisionCounts
+from cni_delguard.guard import decide
+from cni_delguard.monitoring import series
+from cni_delguard.monitoring.counts import DecisionCounts
+from cni_delguard.ops import stats
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS_DIR = REPO / "cni_delguard" / "commands"
@@ -69,7 +71,7 @@ def test_a_deadlock_break_means_the_same_to_stats_and_to_the_metrics():
     for rec in records:
         tally.add(rec)
         folded.add(rec)
-    assert folded.breaks == len(tally.breaks) == len(counts.BREAKS)
+    assert folded.breaks == len(tally.breaks) == len(decide.BREAKS)
 
 
 def test_names_are_unique_and_prefixed_and_counters_end_in_total():
@@ -141,7 +143,9 @@ def test_a_log_of_a_million_distinct_decisions_keeps_the_label_set_small():
 
 
 def readme() -> str:
-    return (REPO / "README.md").read_text()
+    """The monitoring page and the runbooks (docs/), where README sends an operator."""
+    pages = ("monitoring.md", "runbooks.md")
+    return "\n".join((REPO / "docs" / page).read_text() for page in pages)
 
 
 def test_readme_lists_every_series():
@@ -161,13 +165,14 @@ def anchor(heading: str) -> str:
 
 
 def test_every_alert_has_a_severity_and_a_readme_runbook_that_exists():
-    anchors = {anchor(line.lstrip("#")) for line in readme().splitlines() if line.startswith("#")}
+    runbooks = (REPO / "docs" / "runbooks.md").read_text()
+    anchors = {anchor(line.lstrip("#")) for line in runbooks.splitlines() if line.startswith("#")}
     assert alerts()
     for rule in alerts():
         assert rule["labels"]["severity"] in ("critical", "warning", "info"), rule["alert"]
         target = rule["annotations"]["runbook_url"]
-        # Absolute (a relative link is dead in Alertmanager, Slack or PagerDuty), at README.md.
-        assert re.fullmatch(r"https://[^#\s]+/README\.md#[a-z]+", target), rule["alert"]
+        # Absolute (a relative link is dead in Alertmanager, Slack or PagerDuty), at the runbooks.
+        assert re.fullmatch(r"https://[^#\s]+/docs/runbooks\.md#[a-z]+", target), rule["alert"]
         assert target.split("#", 1)[1] in anchors, rule["alert"]
         assert f"`{rule['alert']}`" in readme(), rule["alert"]
 

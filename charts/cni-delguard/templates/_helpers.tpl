@@ -2,7 +2,7 @@
 The labels Helm's own conventions add to every object of the release, beside the object's own
 (those of the kustomize tree). tests/installer/test_chart.py drops exactly these before it
 compares a render with its overlay's. None of them is in the pod template: a new chart version
-alone must not roll the pods (README "Deploy", upgrades).
+alone must not roll the pods (docs/install.md, upgrades).
 */}}
 {{- define "cni-delguard.helmLabels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}

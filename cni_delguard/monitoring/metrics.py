@@ -1,11 +1,12 @@
-"""The values of ops/series.py, read from the node, and the textfile they are written to.
+"""The values of monitoring/series.py, read from the node, and the textfile they are written to.
 
 `write(path, log_file, state_dir)` is `stats --prometheus FILE`: one look at the whole decision
 log (counters restart when it rotates, which Prometheus treats as a counter reset) and at the
 markers. The watching installer reads the log incrementally instead, and adds what only it
-knows (ops/feed.py, which cni_delguard.cli connects to the watcher). Both render through
-ops/exposition.py (prometheus-client), imported only inside the functions that render: nothing
-of it is loaded by the plugin or by the operator commands that do not write metrics.
+knows (monitoring/feed.py, which cni_delguard.cli connects to the watcher). Both render
+through monitoring/exposition.py (prometheus-client), imported only inside the functions that
+render: nothing of it is loaded by the plugin or by the operator commands that do not write
+metrics.
 
 The file is replaced atomically (temp file in the same dir, fsync, rename) with mode 0644, so a
 collector that does not run as root can read it and never sees half a file.
@@ -18,15 +19,16 @@ import time
 
 from cni_delguard import __version__
 from cni_delguard.cni import errors
-from cni_delguard.ops import scan, series, stuck
-from cni_delguard.ops.counts import DecisionCounts
+from cni_delguard.monitoring import series
+from cni_delguard.monitoring.counts import DecisionCounts
+from cni_delguard.ops import scan, stuck
 from cni_delguard.ops.logread import LogError, LogReader
 from cni_delguard.state import fsutil
 from cni_delguard.state.marker import ATTEMPTED
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from cni_delguard.ops.series import Values
+    from cni_delguard.monitoring.series import Values
 
 FILE_MODE = 0o644
 # The arch is Kubernetes' name for it (the kubernetes.io/arch node label, buildinfo.ARCHES), so a
@@ -43,7 +45,7 @@ def write(path: str, log_file: str, state_dir: str) -> None:
 def write_values(path: str, values: Values) -> None:
     """The mode is explicit: the umask must not decide whether a collector that is not root
     may read it."""
-    from cni_delguard.ops import exposition
+    from cni_delguard.monitoring import exposition
 
     fsutil.write_file(path, exposition.text(values), FILE_MODE)
 

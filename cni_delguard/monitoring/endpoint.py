@@ -1,5 +1,6 @@
 """The watcher's scrape endpoint: a small HTTP/1.0 server that answers `GET /metrics` with what
-`render` returns (the counters of ops/series.py, nothing else: no file, no path, no log line).
+`render` returns (the counters of monitoring/series.py, nothing else: no file, no path, no log
+line).
 
 Not prometheus-client's own `start_http_server`: that is wsgiref under ThreadingMixIn, one thread
 per connection with no limit and no timeout, so a client that connects and sends nothing holds a

@@ -8,19 +8,23 @@ again only when it changes) and the watch loop goes on; the bind is tried again 
 a port held by a process that has since gone is taken once it is free. A scrape never waits on a
 refresh: it renders the last snapshot.
 
-node/ cannot import ops/ (the floor plan): the Feed comes from `cni_delguard.cli`, which connects
-ops/feed.py's WatcherFeed (node/cli.py's `register(sub, metrics=...)`).
+This module is the watcher's metrics side as node/cli.py's `Metrics` sees it (`add_options`,
+`check`, `start`): node/ (floor 3) cannot import the monitoring package (floor 5), so
+`cni_delguard.cli` connects it (`register(sub, metrics=exporter)`). The Feed it starts is
+feed.py's WatcherFeed, imported only when a watcher asks for metrics.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from cni_delguard.node import actions, endpoint, watch
+from cni_delguard.monitoring import endpoint
+from cni_delguard.node import actions, watch
+from cni_delguard.node import options as where
+from cni_delguard.tooling import UsageError
 
 
 class Feed(Protocol):
@@ -29,18 +33,60 @@ class Feed(Protocol):
     def write(self, path: str) -> None: ...
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What the watcher tells the metrics side."""
+def add_options(w: Any) -> None:
+    """`install`'s metrics options, in its "long-running mode" group."""
+    w.add_argument(
+        "--metrics-address",
+        default="",
+        metavar="IP:PORT",
+        help="serve Prometheus metrics at http://IP:PORT/metrics (':PORT' every address; an IP "
+        f"alone: port {endpoint.DEFAULT_PORT}); off by default",
+    )
+    w.add_argument(
+        "--metrics-file",
+        metavar="PATH",
+        help="refresh node-exporter textfile metrics at this host path (under --root); off "
+        "by default",
+    )
+    w.add_argument(
+        "--metrics-interval",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="read what is new for the metrics this often (%(default)g)",
+    )
+    w.add_argument(
+        "--stuck-after",
+        type=float,
+        metavar="SECONDS",
+        help="a strict DEL failing this long counts in cni_delguard_stuck_strict_dels "
+        "(default: doctor's threshold, 600)",
+    )
 
-    opts: actions.Options  # the node as the installer sees it (for the ready check)
-    log_file: str  # the guard's decision log, as seen from here ('' when there is none)
-    counts: watch.Counts  # what the watch loop did
-    stuck_after: float | None = None  # None: the doctor's threshold
-    interval: float = 15.0  # seconds between refreshes (--metrics-interval)
+
+def check(args: argparse.Namespace) -> None:
+    """Before the watcher starts: what would make the metrics thread misbehave (UsageError)."""
+    if not args.metrics_interval > 0:  # also NaN: the metrics thread would spin
+        raise UsageError(f"--metrics-interval {args.metrics_interval:g}: give a number of seconds")
 
 
-FeedFactory = Callable[[Plan], Feed]
+def start(
+    args: argparse.Namespace,
+    opts: actions.Options,
+    log_file: str,
+    counts: watch.Counts,
+    say: actions.Say,
+) -> Exporter | None:
+    """The metrics thread of `install --watch`, started; None when no option asks for it."""
+    if not (args.metrics_address or args.metrics_file):
+        return None
+    from cni_delguard.monitoring.feed import Plan, WatcherFeed
+
+    plan = Plan(opts, log_file, counts, args.stuck_after, args.metrics_interval)
+    textfile = where.under(args.root, args.metrics_file) if args.metrics_file else None
+    metrics = Exporter(WatcherFeed(plan), args.metrics_address, textfile, plan.interval, say)
+    metrics.start()
+    return metrics
 
 
 class Exporter:

@@ -12,17 +12,14 @@ import math
 from collections import Counter
 
 from cni_delguard.guard import decide, defaults
-from cni_delguard.ops import series
+from cni_delguard.monitoring import series
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from cni_delguard.ops.series import Values
+    from cni_delguard.monitoring.series import Values
 
-# A deadlock break: a DEL answered with success although the delegate failed it, for the
-# metrics and for `cni-delguard stats` alike.
-BREAKS = (decide.FORWARD_LENIENT, decide.RELEASED)
 # A delegate call longer than this is not one the guard made (its longest timeout is 180 s):
 # a hand-edited log line, left out of the histogram rather than stretching it.
 MAX_DELEGATE_MS = 24 * 3600 * 1000.0
@@ -49,7 +46,7 @@ class DecisionCounts:
             self.would_skip += rec.get("wouldDecide") == decide.SKIP
             self.would_free += rec.get("wouldFree") is True
             return
-        if decision in BREAKS and isinstance(rec.get("delegateError"), dict):
+        if decision in decide.BREAKS and isinstance(rec.get("delegateError"), dict):
             self.breaks += 1
         if decision == decide.RELEASED:
             self.released += 1

@@ -3,10 +3,10 @@ which part of the node has its value.
 
 The scrape endpoint (`install --watch --metrics-address`) and the textfile (`stats --prometheus`,
 `install --watch --metrics-file`) both render this table through prometheus-client
-(ops/metrics.py); README's "Operating it" lists the same names (tests/unit/test_series.py keeps
-them in step). A label's values come from a closed vocabulary (VOCABULARY): the decision log is a
-file anyone with root can write, and a value from it that is not in the vocabulary is counted as
-"other", so no file can make the label set grow. No pod name, container ID or free-text reason is
+(monitoring/metrics.py); docs/monitoring.md lists the same names (tests/unit/test_series.py
+keeps them in step). A label's values come from a closed vocabulary (VOCABULARY): the decision log
+is a file anyone with root can write, and a value from it that is not in the vocabulary is counted
+as "other", so no file can make the label set grow. No pod name, container ID or free-text reason is
 ever a label value.
 
 Every label set a series can have is exported from the start, at 0 (`Series.label_sets`): a

@@ -1,7 +1,7 @@
-"""The Prometheus exposition of ops/series.py, written by prometheus-client, for the endpoint and
-the textfile alike: the one place that turns values into the text a scraper reads.
+"""The Prometheus exposition of monitoring/series.py, written by prometheus-client, for the
+endpoint and the textfile alike: the one place that turns values into the text a scraper reads.
 
-Imported only where metrics are rendered (ops/metrics.py imports it inside its functions):
+Imported only where metrics are rendered (monitoring/metrics.py imports it inside its functions):
 prometheus-client costs 64 ms of imports here (http.server, urllib, its own modules), which the
 plugin's exec path and the `ready` probe must never pay.
 """
@@ -21,12 +21,12 @@ from prometheus_client.core import (
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
-from cni_delguard.ops import series
-from cni_delguard.ops.series import Histogram
+from cni_delguard.monitoring import series
+from cni_delguard.monitoring.series import Histogram
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from cni_delguard.ops.series import Series, Values
+    from cni_delguard.monitoring.series import Series, Values
 
 
 class Snapshot(Collector):

@@ -1,4 +1,5 @@
-"""What the watching installer serves: every series of ops/series.py, refreshed incrementally.
+"""What the watching installer serves: every series of monitoring/series.py, refreshed
+incrementally.
 
 - The decision log is read once, whole, at start, for the strict DELs that were already failing
   (a stuck attachment must not be forgotten when the watcher restarts); from then on only what
@@ -19,16 +20,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from cni_delguard.node import ready
+from cni_delguard.monitoring import metrics, series
+from cni_delguard.monitoring.counts import DecisionCounts
+from cni_delguard.node import actions, ready, watch
 from cni_delguard.node.follow import Tail
-from cni_delguard.ops import logread, metrics, series, stuck
-from cni_delguard.ops.counts import DecisionCounts
+from cni_delguard.ops import logread, stuck
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from cni_delguard.node.exporter import Plan
-    from cni_delguard.ops.series import Values
+    from cni_delguard.monitoring.series import Values
 
 # The guard keeps its log under 2 x 10 MiB (the file and `.1`); a larger history is not its own
 # and is not read at start (a stuck DEL shows again at its next failure, within minutes).
@@ -36,6 +38,17 @@ HISTORY_MAX = 32 * 1024 * 1024
 # Per refresh, at most this many looks of the Tail's 1 MiB: a backlog (a storm of decisions
 # between two refreshes) is caught up over several refreshes rather than in one long one.
 MAX_READS = 16
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the watcher tells the metrics side."""
+
+    opts: actions.Options  # the node as the installer sees it (for the ready check)
+    log_file: str  # the guard's decision log, as seen from here ('' when there is none)
+    counts: watch.Counts  # what the watch loop did
+    stuck_after: float | None = None  # None: the doctor's threshold
+    interval: float = 15.0  # seconds between refreshes (--metrics-interval)
 
 
 class WatcherFeed:
@@ -102,7 +115,7 @@ class WatcherFeed:
             (m,): float(m == mode) for m in series.MODES
         }
         if mode is not None and mode not in series.MODES:
-            modes[(series.OTHER,)] = 1.0  # a conf the guard would refuse (README: mode)
+            modes[(series.OTHER,)] = 1.0  # a conf the guard would refuse (its mode)
         return {
             "ready": {(r,): float(r == reason) for r in series.VOCABULARY["reason"]},
             "node_guarded": {(): float(code == 0)},
@@ -120,7 +133,7 @@ class WatcherFeed:
         return {"refresh_errors": {(): float(self.errors)}}
 
     def render(self, accept: str) -> tuple[bytes, str]:
-        from cni_delguard.ops import exposition
+        from cni_delguard.monitoring import exposition
 
         return exposition.negotiate(self.values, accept)
 
