@@ -299,12 +299,20 @@ class Node:
         return sorted(pids)
 
     def _kill_leftovers(self) -> None:
-        """Shims, pause processes and hung plugins: all live in our namespace or our cgroups."""
-        pids = sorted(set(self._namespace_pids()) | set(self._cgroup_pids()))
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        wait_gone(pids, "leftover shim, pause and plugin processes to exit")
+        """Shims, pause processes and hung plugins: all live in our namespace or our cgroups.
+
+        Looked for again until none is left: a process that forks while it is killed (a Go
+        daemon of the node exec'ing a delegate in one thread as SIGKILL reaches the others)
+        leaves a child the first look missed, and its cgroup could not be removed."""
+        for _ in range(10):
+            pids = sorted(set(self._namespace_pids()) | set(self._cgroup_pids()))
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            wait_gone(pids, "leftover shim, pause and plugin processes to exit")
+        raise RuntimeError(f"processes of node {self.name} keep appearing: {pids}")
 
     def _stop_holder(self) -> None:
         if self.holder is None:

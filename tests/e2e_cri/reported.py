@@ -419,6 +419,7 @@ def run(spec: Run, stubs: Stubs, archive: Path) -> Evidence:
         site.conf_loaded(stack.final_conf())
         SCENARIOS[spec.scenario](site)
         ev.facts["multus_cpu_seconds"] = round(stack.multus_cpu(), 2)
+        ev.facts["multus_ready_seconds"] = stack.multus.ready_seconds
         ev.facts["guard_decisions"] = _decisions(stack)
         ev.record(spec.runtime.runtime)
     finally:

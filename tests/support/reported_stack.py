@@ -40,6 +40,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,9 @@ class ReportedMultus(MultusThick):
     runtime_conf: Path | None = None  # the runtime's conf dir (the host's view)
     limit: CpuLimit | None = None
     node_enter: tuple[str, ...] = ()
+    # seconds from each start to its conf written (its socket serving): under the CPU limit the
+    # shim's ADD waits this long, and fails after 60 s ("timed out waiting for the condition")
+    ready_seconds: list[float] = field(default_factory=list)
 
     @property
     def conf_dir(self) -> Path:
@@ -232,7 +236,9 @@ class ReportedMultus(MultusThick):
         self.node_enter = enter
         self.limit.create()
         self.enter = (*enter, *self.limit.enter())
+        began = time.monotonic()
         self.start_daemon()
+        self.ready_seconds.append(round(time.monotonic() - began, 1))
 
     def node_up(self, enter: tuple[str, ...]) -> None:
         self.start_in(enter)
