@@ -101,7 +101,7 @@ REPORTED: dict[tuple[str, str], tuple[str, str]] = {
     (scenario, runtime): ("removed", "removed")
     for scenario in ("double-del", "reboot", "kube-ovn-down-at-boot", "multus-restart",
                      "reboot-20-pods")
-    for runtime in CONTAINERDS
+    for runtime in (*CONTAINERDS, "cri-o-1.36")
 }
 
 

@@ -54,6 +54,7 @@ KUBE_OVN_DOWN = 30
 # container's start), two kubelet retries.
 RESTART_WINDOW = 20
 REBOOT_PODS = 20
+CONF_SETTLE = 2.0  # seconds without a change in its conf dir before CRI-O's default is trusted
 # CRI-O (ocicni) on any change of a file in its conf dir
 CRIO_EVENT = r'CNI monitoring event \S+\s+\\?"[^"\\]*\\?"'
 # What the runtime's errors said, counted by kind (Evidence.tally)
@@ -124,12 +125,22 @@ class Site:
                 return "multus-shim" in text and "cni-delguard" not in text
             return want in text
 
+        settled: dict[int, float] = {}
+
         def crio() -> bool:
+            # Settled too: no change in the conf dir for CONF_SETTLE s. multus writes its conf in
+            # place (truncate, then write: two events); a RunPodSandbox between the reload of the
+            # first, which may find the file empty and make kube-ovn's conflist the default, and
+            # the reload of the second runs ADD under one network and reads the pod's status under
+            # the other ("neither IPv4 nor IPv6 found": seen in 2 of 10 CRI-O runs at load 50).
             text = self.node.log_text()
             marks = [m.end() for m in re.finditer(CRIO_EVENT + "|" + START_LINE, text)]
-            found = re.search(r"Found CNI network \S+ \(type=([\w-]+)\)", text[marks[-1]:]) \
-                if marks else None
-            return found is not None and found.group(1) == want
+            if not marks:
+                return False
+            found = re.search(r"Found CNI network \S+ \(type=([\w-]+)\)", text[marks[-1]:])
+            since = settled.setdefault(marks[-1], time.monotonic())
+            return found is not None and found.group(1) == want and \
+                time.monotonic() - since >= CONF_SETTLE
 
         wait_for(crio if self.node.runtime.runtime == "cri-o" else containerd,
                  f"{self.node.runtime.key} to load the conf of {want}", timeout=60, every=0.2)

@@ -34,12 +34,14 @@ CONTAINERDS = ("containerd-1.6", "containerd-1.7", "containerd-2.1")
 
 
 def _runs() -> list[Run]:
-    """multus v4.2.3 (the report's) on every containerd; v4.3.0 on 2.1.6 (the report's runtime):
-    its shim and daemon differ from v4.2.3's only in how an ADD's error is passed back and in
-    STATUS (neither decides an outcome here), so one runtime shows whether it changes anything."""
+    """multus v4.2.3 (the reported version) on every runtime; v4.3.0 on containerd 2.1.6 (the
+    reported runtime): its shim and daemon differ from v4.2.3's only in how an ADD's error is
+    passed back and in STATUS (neither decides an outcome here), so one runtime shows whether it
+    changes anything."""
     table = []
+    rows = [*((k, "v4.2.3") for k in (*CONTAINERDS, "cri-o-1.36")), ("containerd-2.1", "v4.3.0")]
     for scenario in SCENARIOS:
-        for key, version in [*((k, "v4.2.3") for k in CONTAINERDS), ("containerd-2.1", "v4.3.0")]:
+        for key, version in rows:
             for guard in (False, True):
                 table.append(Run(scenario, BY_KEY[key], version, guard, MINUTES[scenario]))
     return table

@@ -59,6 +59,9 @@ MULTUS_CONF = "00-multus.conf"
 SOCKET = "/run/openvswitch/kube-ovn-daemon.sock"  # inside the node
 CNI_VERSION = "0.3.1"
 MULTUS_CPU = 100  # millicores: Cozystack's kube-multus limits.cpu
+# The installer's first wrap on a node: it copies and verifies the bundle (733 files, 39 MiB,
+# each hashed) first; 39 s of that at load average 50 on 2 cores, so 60 s was too short once.
+WRAP_BOUND = 240
 DAEMON = Path(__file__).resolve().parents[1] / "fakes" / "kube_ovn_daemon.py"
 # The matrix's delegate name for each multus version (tests/support/matrix.py)
 DELEGATES = {"v4.3.0": "multus-thick-auto", "v4.2.3": "multus-thick-auto-v4.2.3"}
@@ -309,7 +312,7 @@ class ReportedStack:
         conf = self.multus_conf()
         return conf is not None and conf.get("type") == "cni-delguard"
 
-    def wait_wrapped(self, timeout: float = 60) -> None:
+    def wait_wrapped(self, timeout: float = WRAP_BOUND) -> None:
         def detail() -> str:
             return self.installer.text()[-3000:] if self.installer else ""
 
