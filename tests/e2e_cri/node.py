@@ -242,6 +242,17 @@ class Node:
         self.start_holder()
         self.start_runtime()
 
+    def come_up(self, archive: Path) -> None:
+        """A fresh node's first start: the holder and the runtime (on the native snapshotter
+        where overlayfs does not work here), then the pause image imported."""
+        self.boot()
+        if not self.overlayfs_ok():
+            self.notes.append("overlayfs unusable here: native snapshotter")
+            self.stop_runtime()
+            self.snapshotter = "native"
+            self.start_runtime()
+        self.import_image(archive)
+
     def reboot(self) -> None:
         self.power_off()
         self.boot()

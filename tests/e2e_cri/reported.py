@@ -69,24 +69,25 @@ ERROR_KINDS = {
 
 @dataclass
 class Evidence:
-    """What one run saw, and the row it records."""
+    """What one run saw, and the row it records (the kubelet suite's reported run too)."""
 
     scenario: str
     runtime: str  # the row's key (containerd-2.1, ...)
     version: str  # as the runtime's binary reports it
     delegate: str
     guard: bool
+    driver: str = "cri"
     outcome: str = ""
     seconds: float = 0.0  # from the disruption until the pod (every pod) runs again
     multus_dels: int = 0  # DELs that reached multus's daemon
     kube_ovn_dels: int = 0  # DELs that reached kube-ovn's daemon
     facts: dict[str, Any] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)  # the runtime's error details, in order
+    errors: list[str] = field(default_factory=list)  # the runtime's (kubelet's) errors, in order
     tally: dict[str, int] = field(default_factory=dict)  # those errors, by ERROR_KINDS
 
     def record(self, kind: str) -> None:
         row = matrix.Row(kind, self.version, self.delegate, self.scenario, self.guard,
-                         self.outcome, self.seconds)
+                         self.outcome, self.seconds, driver=self.driver)
         matrix.record(row)
 
     def save(self) -> Path:
@@ -411,13 +412,7 @@ def run(spec: Run, stubs: Stubs, archive: Path) -> Evidence:
     ev = Evidence(spec.scenario, spec.runtime.key, spec.runtime.version(), "", spec.guard)
     try:
         node.install_debian_plugins(("loopback", "portmap"))
-        node.start_holder()
-        node.start_runtime()
-        if not node.overlayfs_ok():
-            node.stop_runtime()
-            node.snapshotter = "native"
-            node.start_runtime()
-        node.import_image(archive)
+        node.come_up(archive)
         client = CriClient(node.socket, stubs, node.cgroup_parent)
         wait_for(lambda: client is not None and client.image_known(pause_image.IMAGE_REF),
                  "CRI to see the pause image")

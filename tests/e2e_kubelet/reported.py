@@ -22,22 +22,18 @@ plus three GC periods after the deletion.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
 import grpc
 
 from tests.e2e_cri import cri, pause_image
-from tests.e2e_cri.reported import RESTART_WINDOW, STOP_DEADLINE
+from tests.e2e_cri.reported import RESTART_WINDOW, STOP_DEADLINE, Evidence
 from tests.e2e_kubelet.kubelet import GC_PERIOD, NAMESPACE, Kubelet, is_ready, plain_pod
 from tests.e2e_kubelet.node import Node
 from tests.e2e_kubelet.runtimes import RUNTIMES, Runtime
 from tests.e2e_kubelet.site import READY_BOUND, Shared, elapsed, skip_or_fail
-from tests.support import matrix
 from tests.support.multus import NODE
 from tests.support.reported_stack import ReportedStack
 from tests.support.waiting import wait_for
@@ -45,33 +41,6 @@ from tests.support.waiting import wait_for
 MULTUS = "v4.2.3"  # the report's
 VERDICT_BOUND = STOP_DEADLINE + 3 * GC_PERIOD
 DEADLINE_WORDS = ("context deadline exceeded", "DeadlineExceeded")
-
-
-@dataclass
-class Evidence:
-    scenario: str
-    runtime: str
-    version: str
-    guard: bool
-    delegate: str = ""
-    outcome: str = ""
-    seconds: float = 0.0
-    multus_dels: int = 0
-    kube_ovn_dels: int = 0
-    facts: dict[str, Any] = field(default_factory=dict)
-    kubelet: list[str] = field(default_factory=list)
-
-    def record(self) -> None:
-        matrix.record(matrix.Row("containerd", self.version, self.delegate, self.scenario,
-                                 self.guard, self.outcome, self.seconds, driver="kubelet"))
-
-    def save(self) -> Path:
-        where = matrix.path().parent / "kubelet"
-        where.mkdir(parents=True, exist_ok=True)
-        path = where / (f"{self.scenario}-{self.runtime}-"
-                        f"{'guard' if self.guard else 'control'}.json")
-        path.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
-        return path
 
 
 @dataclass
@@ -110,13 +79,7 @@ def site(runtime: Runtime, guarded: bool, shared: Shared) -> Iterator[Site]:
     stack: ReportedStack | None = None
     try:
         node.install_debian_plugins(("loopback", "portmap"))
-        node.start_holder()
-        node.start_runtime()
-        if not node.overlayfs_ok():
-            node.stop_runtime()
-            node.snapshotter = "native"
-            node.start_runtime()
-        node.import_image(shared.pause_archive)
+        node.come_up(shared.pause_archive)
         client = cri.CriClient(node.socket, shared.stubs, node.cgroup_parent)
         wait_for(lambda: client is not None and client.image_known(pause_image.IMAGE_REF),
                  "CRI to see the pause image")
@@ -163,12 +126,11 @@ def kube_ovn_hangs_del(here: Site, ev: Evidence) -> None:
     ev.seconds = elapsed(since)
     ev.multus_dels = stack.multus_dels(sandbox)
     ev.kube_ovn_dels = stack.kube_ovn_dels(sandbox)
-    ev.kubelet = [line[:700] for line in here.kubelet.log_lines(sandbox[:12])
-                  if any(w in line for w in DEADLINE_WORDS)][:3]
-    ev.facts["deadline_failures"] = len(
-        [line for line in here.kubelet.log_lines(sandbox[:12])
-         if any(w in line for w in DEADLINE_WORDS)])
-    ev.facts["ports_left"] = stack.kube_ovn.held_ports()
+    deadlines = [line for line in here.kubelet.log_lines(sandbox[:12])
+                 if any(w in line for w in DEADLINE_WORDS)]
+    ev.errors = [line[:700] for line in deadlines[:3]]
+    ev.facts["deadline_failures"] = len(deadlines)
+    ev.facts["ports_leaked"] = len(stack.kube_ovn.held_ports())
 
 
 @dataclass(frozen=True)
@@ -190,12 +152,13 @@ def run(spec: Run, shared: Shared) -> Evidence:
     why = spec.runtime.missing()
     if why is not None:
         skip_or_fail(f"{spec.runtime.key}: {why}")
-    ev = Evidence(spec.scenario, spec.runtime.key, spec.runtime.version(), spec.guard)
+    ev = Evidence(spec.scenario, spec.runtime.key, spec.runtime.version(), "", spec.guard,
+                  driver="kubelet")
     try:
         with site(spec.runtime, spec.guard, shared) as here:
             ev.delegate = here.stack.delegate
             kube_ovn_hangs_del(here, ev)
-            ev.record()
+            ev.record(spec.runtime.runtime)
     finally:
         ev.save()
     return ev

@@ -129,7 +129,7 @@ def test_kube_ovn_hangs_del(runs: dict[str, Future[Any]], spec: reported.Run) ->
     ev = evidence(runs, spec)
     print(f"\n[reported] {spec.scenario} {spec.id}: {ev.outcome} in {ev.seconds} s; DELs at "
           f"multus's daemon {ev.multus_dels}, at kube-ovn's {ev.kube_ovn_dels}; {ev.facts}; "
-          f"kubelet: {ev.kubelet}")
+          f"kubelet: {ev.errors}")
     want = REPORTED_KUBELET[(spec.runtime.key, spec.guard)]
     assert ev.outcome == want, f"{spec.id}: {ev.outcome}, measured before: {want}"
     # The window this scenario is about: a DEL reached kube-ovn's daemon, hung there, and the
