@@ -323,7 +323,8 @@ class Node:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             wait_gone(pids, "leftover shim, pause and plugin processes to exit")
-        raise RuntimeError(f"processes of node {self.name} keep appearing: {pids}")
+        raise RuntimeError(f"processes of node {self.name} keep appearing: "
+                           f"{[_described(p) for p in pids]}")
 
     def _stop_holder(self) -> None:
         if self.holder is None:
@@ -358,6 +359,17 @@ class Node:
 def bridge_prefix(name: str) -> str:
     """Bridge devices of a node are named from this (IFNAMSIZ allows 15 characters)."""
     return "dg" + name.removeprefix("dge2e-")[:8]
+
+
+def _described(pid: int) -> str:
+    """pid, its threads' states and its command line, for an error message."""
+    try:
+        states = sorted({Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                         for t in os.listdir(f"/proc/{pid}/task")})
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
+    except OSError as exc:
+        return f"{pid} ({exc.strerror})"
+    return f"{pid} {''.join(states)} {argv}"
 
 
 def _pids() -> list[int]:
