@@ -30,7 +30,7 @@ DELEGATE_NAMES = {
     "multus-thick": "real multus-shim and multus-daemon",
     "multus-thick-auto": "real multus v4.3.0 thick, `multusConfigFile: auto`, before the real "
     "kube-ovn CNI and portmap, its daemon limited to 100m CPU",
-    "multus-thick-auto-v4.2.3": "the reported stack: real multus v4.2.3 thick, `multusConfigFile: "
+    "multus-thick-auto-v4.2.3": "real multus v4.2.3 thick (Cozystack 1.2.0's), `multusConfigFile: "
     "auto`, before the real kube-ovn CNI and portmap, its daemon limited to 100m CPU",
 }
 MISSING = "-"
