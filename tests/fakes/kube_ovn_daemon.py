@@ -12,11 +12,17 @@ installable part here can be it. What this process copies from kube-ovn v1.15.3,
   pod_namespace, container_id, net_ns, if_name, provider, ...).
 - add: 200 with a request.CniResponse (pkg/request/cniserver.go:44-55; pkg/daemon/handler.go:
   381-393: protocol, address, mac_address, cidr, gateway, mtu, nicname); the plugin turns it into
-  its CNI result (cmd/cni/cni.go generateCNIResult). It records a "port" per attachment
-  (<ports>/<container_id>:<if_name>), standing for the OVS port and IP the real one makes.
+  its CNI result (cmd/cni/cni.go generateCNIResult). Before it answers, the real daemon gives
+  the pod its interface: a veth pair, one end in the pod's netns as `if_name` with the address,
+  the other on OVS's br-int in the node (handler.go handleAdd, configureNic). The stand-in makes
+  the pod's end the same way and leaves the other end in the pod's netns too, so nothing of the
+  node's network is touched; a runtime that reads the pod's address from the netns (CRI-O's
+  network status without a cached result) finds it as with kube-ovn. A netns it cannot enter
+  fails the add (500). It records a "port" per attachment (<ports>/<container_id>:<if_name>),
+  standing for the OVS port and IP the real one makes.
 - del: 204 with no body; at once when net_ns is empty (handler.go:457-460), otherwise after
-  removing the port, which succeeds when the port is already gone (handler.go:530-540: deleteNic
-  deletes with --if-exists): the daemon's DEL is idempotent.
+  removing the pod's interface and the port, which succeeds when they are already gone
+  (handler.go:530-540: deleteNic deletes with --if-exists): the daemon's DEL is idempotent.
 - Failures: 500 with a CniResponse whose `error` says why (handler.go:533-536). The plugin's client
   (pkg/request/cniserver.go:58-81) turns any status but 200 (add) or 204 (del), and any transport
   error, into CNI error code 11 "RPC failed" (cmd/cni/cni.go:75, 197).
@@ -47,6 +53,7 @@ import json
 import os
 import socket
 import socketserver
+import subprocess
 import sys
 import threading
 import time
@@ -103,19 +110,48 @@ class Daemon:
 
     def add(self, req: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
         cid = str(req.get("container_id", ""))
+        ifname = str(req.get("if_name", "eth0"))
+        failed = pod_nic(str(req.get("net_ns", "")), ifname, address(cid))
+        if failed:
+            return 500, {"error": f"configure nic failed: {failed}"}
         with open(self.port(req), "w", encoding="utf-8") as f:
             json.dump(req, f)
         return 200, {"protocol": "IPv4", "address": address(cid), "mac_address": mac(cid),
                      "cidr": CIDR, "gateway": GATEWAY, "routes": None, "mtu": MTU,
-                     "nicname": req.get("if_name", "eth0"), "dns": {}, "error": ""}
+                     "nicname": ifname, "dns": {}, "error": ""}
 
     def delete(self, req: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
-        if req.get("net_ns", "") != "":
+        netns = str(req.get("net_ns", ""))
+        if netns != "":
+            if os.path.exists(netns):  # the veth goes (the real one deletes its node end)
+                subprocess.run(["nsenter", f"--net={netns}", "--", "ip", "link", "del",
+                                str(req.get("if_name", "eth0"))], capture_output=True,
+                               check=False)
             try:
                 os.unlink(self.port(req))
             except FileNotFoundError:
                 pass  # deleteNic with --if-exists: a port already gone is success
         return 204, None
+
+
+def pod_nic(netns: str, ifname: str, ip: str) -> str:
+    """The pod's interface, made inside its netns: "" when done, else why not. A pod whose netns
+    already has it (a repeated ADD) keeps it."""
+    if not netns or not os.path.exists(netns):
+        return f"netns {netns!r} not found"
+    enter = ["nsenter", f"--net={netns}", "--"]
+    steps = [["ip", "link", "add", ifname, "type", "veth", "peer", "name", "ovn-peer0"],
+             ["ip", "addr", "add", f"{ip}/{CIDR.split('/')[1]}", "dev", ifname],
+             ["ip", "link", "set", ifname, "up"]]
+    shown = subprocess.run([*enter, "ip", "link", "show", ifname], capture_output=True,
+                           check=False)
+    if shown.returncode == 0:
+        return ""
+    for step in steps:
+        done = subprocess.run([*enter, *step], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            return f"{' '.join(step)}: {done.stderr.strip()}"
+    return ""
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -77,6 +77,23 @@ def start(tmp: Path, after: float = 0) -> Daemon:
 
 
 @pytest.fixture
+def netns() -> Iterator[str]:
+    """A network namespace of its own, as a pod's (the stand-in makes the pod's interface in
+    it; the plugin refuses to run in the one it is in)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare")
+    holder = subprocess.Popen(["unshare", "--net", "sleep", "300"])
+    try:
+        path = f"/proc/{holder.pid}/ns/net"
+        wait_for(lambda: os.readlink(path) != os.readlink("/proc/self/ns/net"),
+                 "the holder's netns", timeout=30)
+        yield path
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
     d = start(tmp_path)
     try:
@@ -91,17 +108,28 @@ REQ = {"cni_type": "kube-ovn", "pod_name": "p1", "pod_namespace": "default",
        "container_id": "c1", "net_ns": "/var/run/netns/x", "if_name": "eth0", "provider": "ovn"}
 
 
-def test_healthy_add_answers_a_cni_response_and_makes_a_port(daemon: Daemon) -> None:
-    status, body = daemon.post("add", REQ)
+def test_healthy_add_answers_a_cni_response_and_makes_the_pods_nic(daemon: Daemon,
+                                                                  netns: str) -> None:
+    status, body = daemon.post("add", REQ | {"net_ns": netns})
     assert status == 200
     assert body is not None
     assert body["protocol"] == "IPv4" and body["nicname"] == "eth0"
     assert body["address"].startswith("10.16.") and body["cidr"] == "10.16.0.0/16"
     assert daemon.ports() == ["c1:eth0"]
+    shown = subprocess.run(["nsenter", f"--net={netns}", "ip", "-o", "-4", "addr", "show",
+                            "dev", "eth0"], capture_output=True, text=True, check=True)
+    assert f"{body['address']}/16" in shown.stdout
+    assert daemon.post("add", REQ | {"net_ns": netns})[0] == 200, "a repeated ADD keeps it"
 
 
-def test_del_is_idempotent_and_skips_an_empty_netns(daemon: Daemon) -> None:
-    daemon.post("add", REQ)
+def test_add_into_a_netns_that_is_not_there_fails(daemon: Daemon) -> None:
+    status, body = daemon.post("add", REQ)
+    assert status == 500 and body is not None and "configure nic failed" in body["error"]
+    assert daemon.ports() == []
+
+
+def test_del_is_idempotent_and_skips_an_empty_netns(daemon: Daemon, netns: str) -> None:
+    daemon.post("add", REQ | {"net_ns": netns})
     assert daemon.post("del", REQ | {"net_ns": ""}) == (204, None)
     assert daemon.ports() == ["c1:eth0"], "a DEL without netns touches no port (handler.go)"
     assert daemon.post("del", REQ) == (204, None)
@@ -120,9 +148,14 @@ def test_hang_mode_never_answers_and_records_the_request(daemon: Daemon) -> None
     daemon.mode(**{"del": "hang"})
     with pytest.raises(TimeoutError):
         daemon.post("del", REQ, timeout=1.5)
-    phases = [r["phase"] for r in daemon.record() if r.get("path") == "/api/v1/del"]
-    assert phases == ["start", "hung"]
-    assert daemon.post("add", REQ)[0] == 200, "the other endpoint still answers"
+
+    def phases() -> list[str]:
+        return [r["phase"] for r in daemon.record() if r.get("path") == "/api/v1/del"]
+
+    # (its handler may not have written "hung" yet when the client gave up, on a loaded machine)
+    wait_for(lambda: "hung" in phases(), "the stand-in to record the hung request", timeout=30)
+    assert phases() == ["start", "hung"]
+    assert daemon.post("add", REQ)[0] == 500, "the other endpoint still answers"
 
 
 def test_slow_mode_answers_after_the_delay(daemon: Daemon) -> None:
@@ -149,22 +182,6 @@ def test_start_after_binds_only_later(tmp_path: Path) -> None:
 
 
 # --- the real plugin against it ------------------------------------------------------------------
-
-
-@pytest.fixture
-def netns() -> Iterator[str]:
-    """A network namespace of its own (the plugin refuses to run in the one it is in)."""
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.skip("needs root and unshare")
-    holder = subprocess.Popen(["unshare", "--net", "sleep", "300"])
-    try:
-        path = f"/proc/{holder.pid}/ns/net"
-        wait_for(lambda: os.readlink(path) != os.readlink("/proc/self/ns/net"),
-                 "the holder's netns", timeout=30)
-        yield path
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def plugin(command: str, conf: dict[str, Any], netns: str) -> tuple[int, Any]:
