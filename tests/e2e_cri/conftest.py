@@ -118,14 +118,7 @@ def node(runtime: Runtime, pause_archive: Path) -> Iterator[Node]:
     try:
         node.install_debian_plugins()
         install_fake(node.cni_bin)
-        node.start_holder()
-        node.start_runtime()
-        if not node.overlayfs_ok():
-            node.notes.append("overlayfs unusable here: native snapshotter")
-            node.stop_runtime()
-            node.snapshotter = "native"
-            node.start_runtime()
-        node.import_image(pause_archive)
+        node.come_up(pause_archive)
         yield node
     finally:
         log = node.log_tail(60)

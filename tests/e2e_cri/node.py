@@ -242,6 +242,17 @@ class Node:
         self.start_holder()
         self.start_runtime()
 
+    def come_up(self, archive: Path) -> None:
+        """A fresh node's first start: the holder and the runtime (on the native snapshotter
+        where overlayfs does not work here), then the pause image imported."""
+        self.boot()
+        if not self.overlayfs_ok():
+            self.notes.append("overlayfs unusable here: native snapshotter")
+            self.stop_runtime()
+            self.snapshotter = "native"
+            self.start_runtime()
+        self.import_image(archive)
+
     def reboot(self) -> None:
         self.power_off()
         self.boot()
@@ -299,12 +310,21 @@ class Node:
         return sorted(pids)
 
     def _kill_leftovers(self) -> None:
-        """Shims, pause processes and hung plugins: all live in our namespace or our cgroups."""
-        pids = sorted(set(self._namespace_pids()) | set(self._cgroup_pids()))
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        wait_gone(pids, "leftover shim, pause and plugin processes to exit")
+        """Shims, pause processes and hung plugins: all live in our namespace or our cgroups.
+
+        Looked for again until none is left: a process that forks while it is killed (a Go
+        daemon of the node exec'ing a delegate in one thread as SIGKILL reaches the others)
+        leaves a child the first look missed, and its cgroup could not be removed."""
+        for _ in range(10):
+            pids = sorted(set(self._namespace_pids()) | set(self._cgroup_pids()))
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            wait_gone(pids, "leftover shim, pause and plugin processes to exit")
+        raise RuntimeError(f"processes of node {self.name} keep appearing: "
+                           f"{[_described(p) for p in pids]}")
 
     def _stop_holder(self) -> None:
         if self.holder is None:
@@ -339,6 +359,17 @@ class Node:
 def bridge_prefix(name: str) -> str:
     """Bridge devices of a node are named from this (IFNAMSIZ allows 15 characters)."""
     return "dg" + name.removeprefix("dge2e-")[:8]
+
+
+def _described(pid: int) -> str:
+    """pid, its threads' states and its command line, for an error message."""
+    try:
+        states = sorted({Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                         for t in os.listdir(f"/proc/{pid}/task")})
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
+    except OSError as exc:
+        return f"{pid} ({exc.strerror})"
+    return f"{pid} {''.join(states)} {argv}"
 
 
 def _pids() -> list[int]:

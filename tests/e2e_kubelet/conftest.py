@@ -19,13 +19,14 @@ import tempfile
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.e2e_cri import cri, pause_image
-from tests.e2e_kubelet import kubelet
+from tests.e2e_kubelet import kubelet, reported
 from tests.e2e_kubelet.installer_pod import ImageArchive
-from tests.e2e_kubelet.scenarios import RUNS, Evidence, Run, run, workers
+from tests.e2e_kubelet.scenarios import RUNS, Run, run, workers
 from tests.e2e_kubelet.site import Shared, skip_or_fail
 from tests.support.guard import frozen_or_skip, under_test
 
@@ -66,18 +67,21 @@ def kubelet_shared() -> Iterator[Shared]:
 @pytest.fixture(scope="module")
 def runs(
     request: pytest.FixtureRequest, kubelet_shared: Shared
-) -> Iterator[dict[str, Future[Evidence]]]:
+) -> Iterator[dict[str, Future[Any]]]:
     """Every selected run, started at once (DELGUARD_KUBELET_NODES at a time, longest first)."""
-    wanted = {_key(item) for item in request.session.items} & {_spec_key(r) for r in RUNS}
-    chosen = sorted((r for r in RUNS if _spec_key(r) in wanted), key=lambda r: -r.minutes)
+    every: list[Run | reported.Run] = [*RUNS, *reported.RUNS]
+    wanted = {_key(item) for item in request.session.items} & {_spec_key(r) for r in every}
+    chosen = sorted((r for r in every if _spec_key(r) in wanted), key=lambda r: -r.minutes)
     pool = ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="dgkl-node")
     try:
-        yield {_spec_key(r): pool.submit(run, r, kubelet_shared) for r in chosen}
+        yield {_spec_key(r): (pool.submit(reported.run, r, kubelet_shared)
+                              if isinstance(r, reported.Run) else
+                              pool.submit(run, r, kubelet_shared)) for r in chosen}
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _spec_key(spec: Run) -> str:
+def _spec_key(spec: Run | reported.Run) -> str:
     return f"{spec.scenario}[{spec.id}]"
 
 
@@ -85,9 +89,9 @@ def _key(item: pytest.Item) -> str:
     """The run a test waits for: its `spec` parameter (see test_kubelet.py)."""
     callspec = getattr(item, "callspec", None)
     spec = callspec.params.get("spec") if callspec is not None else None
-    return _spec_key(spec) if isinstance(spec, Run) else ""
+    return _spec_key(spec) if isinstance(spec, Run | reported.Run) else ""
 
 
-def evidence(runs: dict[str, Future[Evidence]], spec: Run) -> Evidence:
+def evidence(runs: dict[str, Future[Any]], spec: Run | reported.Run) -> Any:
     """The run's evidence once it is done (a run's bound is its own waits')."""
     return runs[_spec_key(spec)].result()

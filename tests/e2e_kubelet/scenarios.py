@@ -370,5 +370,6 @@ def run(spec: Run, shared: Shared) -> Evidence:
 
 def workers() -> int:
     """Nodes run at once (DELGUARD_KUBELET_NODES): each is a containerd and a kubelet, mostly
-    waiting for the GC; 7 lets the 14 runs end in two waves behind the longest one."""
+    waiting for the GC; 7 lets this module's 14 runs end in two waves behind the longest one
+    (reported.py adds 4 of about 4 minutes each; the whole pool was not timed with them)."""
     return max(1, int(os.environ.get("DELGUARD_KUBELET_NODES", "7")))

@@ -109,14 +109,7 @@ def site(runtime: Runtime, guarded: bool, shared: Shared) -> Iterator[Site]:
     try:
         node.install_debian_plugins()
         install_fake(node.cni_bin)
-        node.start_holder()
-        node.start_runtime()
-        if not node.overlayfs_ok():
-            node.notes.append("overlayfs unusable here: native snapshotter")
-            node.stop_runtime()
-            node.snapshotter = "native"
-            node.start_runtime()
-        node.import_image(shared.pause_archive)
+        node.come_up(shared.pause_archive)
         client = cri.CriClient(node.socket, shared.stubs, node.cgroup_parent)
         wait_for(lambda: client is not None and client.image_known(pause_image.IMAGE_REF),
                  "CRI to see the pause image")

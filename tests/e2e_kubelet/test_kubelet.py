@@ -10,9 +10,11 @@ kubelet's and containerd's own lines rather than bending.
 from __future__ import annotations
 
 from concurrent.futures import Future
+from typing import Any
 
 import pytest
 
+from tests.e2e_kubelet import reported
 from tests.e2e_kubelet.conftest import evidence
 from tests.e2e_kubelet.scenarios import RUNS, STALE_DEL, STORM_PERIODS, Evidence, Run
 
@@ -29,6 +31,16 @@ CONTROL = {
     ("reboot", "containerd-2.1"): "removed",
     ("completed-del-fails", "containerd-1.6"): "stuck",
     ("completed-del-fails", "containerd-2.1"): "stuck",
+}
+
+
+# The reported stack's run (reported.py), as measured: (runtime, guard) -> outcome. Removed on
+# both runtimes, with and without the guard: the DEL that started while multus's daemon was away
+# reached kube-ovn's daemon and hung until the kubelet's 2-minute StopPodSandbox deadline; the
+# kubelet's next try went through multus's daemon, back by then, whose shim answered 0.
+REPORTED_KUBELET: dict[tuple[str, bool], str] = {
+    (runtime, guard): "removed" for runtime in ("containerd-1.6", "containerd-2.1")
+    for guard in (False, True)
 }
 
 
@@ -109,3 +121,19 @@ def test_installer(runs: dict[str, Future[Evidence]], spec: Run) -> None:
     assert ev.outcome == "removed" and ev.dels == 1 and ev.gc_failures == 0, ev
     assert ev.facts["restored"], "the uninstall template did not restore the conf byte for byte"
     assert ev.facts["after_uninstall"]["outcome"] == CONTROL[("double-del", ev.runtime)], ev.facts
+
+
+@pytest.mark.parametrize("spec", reported.RUNS, ids=lambda s: s.id)
+def test_kube_ovn_hangs_del(runs: dict[str, Future[Any]], spec: reported.Run) -> None:
+    """The reported stack (tests/e2e_kubelet/reported.py): kube-ovn's daemon hangs every DEL while
+    multus's daemon restarts as a pod is deleted. What the kubelet and containerd do is recorded
+    as measured (expected.REPORTED_KUBELET); the test fails when a run differs from it."""
+    ev = evidence(runs, spec)
+    print(f"\n[reported] {spec.scenario} {spec.id}: {ev.outcome} in {ev.seconds} s; DELs at "
+          f"multus's daemon {ev.multus_dels}, at kube-ovn's {ev.kube_ovn_dels}; {ev.facts}; "
+          f"kubelet: {ev.errors}")
+    want = REPORTED_KUBELET[(spec.runtime.key, spec.guard)]
+    assert ev.outcome == want, f"{spec.id}: {ev.outcome}, measured before: {want}"
+    # The window this scenario is about: a DEL reached kube-ovn's daemon, hung there, and the
+    # kubelet's deadline, not the chain, ended it.
+    assert ev.kube_ovn_dels >= 1 and ev.facts["deadline_failures"] >= 1, ev

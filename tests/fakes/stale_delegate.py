@@ -6,6 +6,22 @@ behind multus without its cache) rejecting a DEL for an attachment whose ADD nev
 (README "Behind multus"), so not even multus shows it. Debian's reference plugins all treat such a
 DEL as success, so they cannot reproduce the deadlock cni-delguard exists to break.
 
+Which real plugins are known to fail a repeated DEL (a DEL after one that succeeded and dropped
+their state): in a current release, none is known here. Older releases of these did, each fixed
+upstream since (read in their threads, not measured here):
+- sriov-cni before commit 374be912 "Fix possible dead loop in sriov pod deletion" (May 2021;
+  openshift/sriov-cni PR 34, Bugzilla 1976918): the first DEL removed its cached NetConf and every
+  later one failed with "error reading cached NetConf in /var/lib/cni/sriov".
+- ovs-cni before k8snetworkplumbingwg/ovs-cni PR 160 ("use cached netconf to avoid delete loop",
+  June 2021), and accelerated-bridge-cni before its PR 65 (February 2023), the same pattern.
+- multus before k8snetworkplumbingwg/multus-cni PR 586 (November 2020): a DEL with neither its
+  cache nor the pod in the API failed, so the DEL after the one that used the cache failed once
+  the pod was gone.
+- Cilium's cilium-cni before cilium/cilium PR 7670 (April 2019): a DEL for an endpoint that no
+  longer existed failed, and the kubelet retried it for ever.
+The reported stack (multus thick, kube-ovn) fails no repeated DEL either: the shim answers 0 to
+every DEL (tests/e2e_cri/reported.py's double-del, tests/support/reported_stack.py).
+
 It keeps one state file per (containerID, ifname) in its `stateDir` (written by ADD, removed by a
 successful DEL) and appends one JSON line per invocation to its `recordFile`, so tests can prove
 whether, how often and with which stdin it was called. Knobs, all in its own plugin config:

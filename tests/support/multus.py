@@ -66,8 +66,8 @@ SERVICE_ACCOUNT = "/run/secrets/kubernetes.io/serviceaccount"  # /var/run is /ru
 NODE_SOCKET_DIR = "/run/multus"  # the thick DaemonSet's hostPath for the daemon's socket
 
 
-def multus_bin(command: str) -> Path:
-    return peers.built_or_skip("multus", VERSION).bin(command)
+def multus_bin(command: str, version: str = VERSION) -> Path:
+    return peers.built_or_skip("multus", version).bin(command)
 
 
 @dataclass
@@ -269,6 +269,7 @@ class MultusThick(_Base):
     """multus-shim run by the runtime, multus-daemon in the node, kube-ovn behind it."""
 
     delegate: str = "multus-thick"
+    version: str = VERSION  # a row of peers/pins.tsv (the reported stack runs v4.2.3 too)
     # The node's /run as the host sees it, when the node has one of its own (tests/e2e_cri/node.py):
     # the daemon's socket is then where its DaemonSet puts it, /run/multus in the node, and goes
     # with the node's /run at a power-off. Without it the socket dir is in the work dir.
@@ -305,7 +306,7 @@ class MultusThick(_Base):
 
     def start(self, bin_dir: Path, work: Path, cni_cache: Path) -> None:
         del cni_cache  # the daemon's cniDir is its default /var/lib/cni/multus, the node's
-        (bin_dir / "multus-shim").symlink_to(multus_bin("multus-shim"))
+        (bin_dir / "multus-shim").symlink_to(multus_bin("multus-shim", self.version))
         self._start_common(bin_dir, work)
         self.conf_dir.mkdir()
         config = {  # Cozystack's daemon-config.json, with this chain's paths
@@ -331,7 +332,7 @@ class MultusThick(_Base):
         self.daemon = subprocess.Popen(
             [*self.enter, sys.executable, "-I", "-c", LAUNCHER, os.readlink("/proc/self/ns/mnt"),
              str(self.work / "serviceaccount"),
-             SERVICE_ACCOUNT, str(multus_bin("multus-daemon")),
+             SERVICE_ACCOUNT, str(multus_bin("multus-daemon", self.version)),
              "-config", str(self.work / "daemon-config.json")],
             env=env, stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT,
         )

@@ -5,7 +5,9 @@ it keeps one state file per attachment, written by ADD and removed by a successf
 DEL for which it holds no state ("server_socket is required in cni.conf"). So a second DEL after a
 good one fails. Real multus v4.3.0 in front of a kube-ovn-like delegate never fails a DEL for want
 of its cache (the multus chains of tests/e2e_cri measure what it does instead), so this behaviour
-comes from no installable part: hence a fake. Debian's bridge + host-local follow it in the
+comes from no installable part: hence a fake (no current release of a real plugin is known to fail
+a repeated DEL; tests/fakes/stale_delegate.py's header names the older ones that did). Debian's
+bridge + host-local follow it in the
 conflist, outside the guard, so that a pod that starts has the eth0 (and IP) a runtime wants; its
 bridge device is this chain's own and stop() deletes it.
 """

@@ -43,13 +43,22 @@ def wait_for(
 
 
 def pid_alive(pid: int) -> bool:
-    """True while pid exists and is not a zombie."""
+    """True while pid exists and any of its threads is not a zombie. The process's own state is
+    its leader thread's: a leader that exited (Z) while another thread still finishes a system
+    call keeps the process listed in its cgroup, so its cgroup cannot be removed yet."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
+        tids = os.listdir(f"/proc/{pid}/task")
+    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
         return False
-    return state not in ("Z", "X")
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            return True
+    return False
 
 
 def wait_gone(pids: list[int], what: str, timeout: float = 30) -> None:

@@ -46,7 +46,19 @@ SCENARIOS = (
     "del-error-propagates",  # a normal pod whose delegate's DEL error must come back
     "installer",  # the DaemonSet's pod template run by the kubelet: a pod created after the
     # install, deleted (guard true), and one created after the uninstall overlay (guard false)
+    "kube-ovn-down-at-boot",  # a node rebooted with a pod running; kube-ovn's daemon comes back
+    # only some time after the node (the pod's new ADD fails meanwhile)
+    "kube-ovn-hangs-del",  # kube-ovn's daemon accepts a DEL and never answers (unhealthy OVSDB)
+    # while a pod is deleted, multus's daemon restarting meanwhile (a real kubelet's deadlines)
+    "multus-restart",  # multus's daemon stopped (its 00-multus.conf removed) while a pod is
+    # deleted, kube-ovn's daemon down too; multus's daemon back some seconds later
+    "reboot-20-pods",  # a node rebooted with 20 pods running: every old sandbox's DELs and the
+    # new sandboxes' ADDs at once, through multus's daemon under its CPU limit
 )
+# The windows of the reported stack (multus thick in auto mode before kube-ovn), run on its
+# chains alone
+REPORTED_SCENARIOS = ("kube-ovn-down-at-boot", "kube-ovn-hangs-del", "multus-restart",
+                      "reboot-20-pods")
 OUTCOMES = (
     "removed",  # the stale sandbox is gone (and its pod can start again)
     "stuck",  # it cannot be removed: the deadlock

@@ -1,0 +1,382 @@
+"""The reported stack on a node of the tests' own: multus thick in auto mode before the real
+kube-ovn CNI and portmap, as Cozystack 1.2.0 deploys them (issue 35; shared/BACKGROUND.md), with the
+guard put in front by its own installer, as its DaemonSet does.
+
+What runs in the node (its mount namespace; each a DaemonSet's pod on a real node, so each dies
+with the node at a power-off and is started again by `node_up`):
+
+- kube-ovn's conflist, `10-kube-ovn.conflist` in the runtime's conf dir: kube-ovn's own
+  (dist/images/01-kube-ovn.conflist, v1.15.3: type kube-ovn with its `server_socket`, then portmap
+  with the portMappings capability; cniVersion 0.3.1) under Cozystack's CNI_CONFIG_PRIORITY 10,
+  mode 0600 as kube-ovn-cni writes it (cmd/daemon/cniserver.go:204-224, which leaves an existing
+  one alone: nothing rewrites it at a boot). The binaries: the real kube-ovn CNI plugin
+  (peers/pins.tsv's kube-ovn row; pins.tsv says why that version) as `kube-ovn`, and Debian's
+  portmap and loopback. The pods ask for no port mappings, so portmap touches no iptables
+  (containernetworking/plugins v1.1.1 plugins/meta/portmap/main.go: ADD hands back prevResult,
+  DEL returns at once, when runtimeConfig.portMappings is empty).
+- kube-ovn's daemon: tests/fakes/kube_ovn_daemon.py (a stand-in: its header says what it copies)
+  on /run/openvswitch/kube-ovn-daemon.sock; `kube_ovn.mode(...)` makes it hang, slow or fail.
+- multus-daemon (peers/pins.tsv's multus rows: v4.2.3, the report's, or v4.3.0) with Cozystack's
+  daemon-config.json (cozystack/cozystack packages/system/multus/templates/
+  multus-daemonset-thick.yml: cniVersion 0.3.1, logLevel verbose, cniConfigDir and
+  multusAutoconfigDir the node's conf dir, multusConfigFile auto, socketDir /run/multus/), its
+  paths the node's; it writes `00-multus.conf` (multus-shim, `clusterNetwork` the path of
+  kube-ovn's conflist) into the runtime's conf dir and removes it when it stops (pkg/server/config/
+  manager.go:163), and runs under the chart's CPU limit, 100m (tests/support/cpulimit.py), with
+  every delegate it execs. Left out of the daemon config: `chrootDir` (the daemon runs in the
+  node already) and `logToStderr` (its log goes to a file, where the tests count its requests).
+- with the guard: `cni-delguard install --watch` (the frozen bundle, as the DaemonSet's container
+  runs it), which wraps `00-multus.conf` and wraps it again each time multus writes it anew.
+
+The pods are in the chain's API server (tests/support/kubeapi.py) for as long as a scenario
+says, with the node's name, as the daemon's informer lists them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.support import peers
+from tests.support.cpulimit import CpuLimit
+from tests.support.guard import frozen_binary
+from tests.support.kubeapi import KubeAPI
+from tests.support.multus import NODE, MultusThick
+from tests.support.records import read_jsonl
+from tests.support.waiting import wait_for
+
+KUBE_OVN = ("kube-ovn", "v1.14.10")  # peers/pins.tsv's row
+KUBE_OVN_CONF = "10-kube-ovn.conflist"
+MULTUS_CONF = "00-multus.conf"
+SOCKET = "/run/openvswitch/kube-ovn-daemon.sock"  # inside the node
+CNI_VERSION = "0.3.1"
+MULTUS_CPU = 100  # millicores: Cozystack's kube-multus limits.cpu
+# The installer's first wrap on a node: it copies and verifies the bundle (733 files, 39 MiB,
+# each hashed) first; 39 s of that at load average 50 on 2 cores, so 60 s was too short once.
+WRAP_BOUND = 240
+DAEMON = Path(__file__).resolve().parents[1] / "fakes" / "kube_ovn_daemon.py"
+# The matrix's delegate name for each multus version (tests/support/matrix.py)
+DELEGATES = {"v4.3.0": "multus-thick-auto", "v4.2.3": "multus-thick-auto-v4.2.3"}
+
+
+def kube_ovn_conflist() -> dict[str, Any]:
+    return {"name": "kube-ovn", "cniVersion": CNI_VERSION, "plugins": [
+        {"type": "kube-ovn", "server_socket": SOCKET},
+        {"type": "portmap", "capabilities": {"portMappings": True}}]}
+
+
+def kube_ovn_plugin() -> Path:
+    peer = peers.built_or_skip(*KUBE_OVN)
+    return peer.bin("cni")
+
+
+@dataclass
+class KubeOvnDaemon:
+    """The stand-in for kube-ovn's daemon, run in the node (tests/fakes/kube_ovn_daemon.py)."""
+
+    work: Path
+    run: Path  # the node's /run as the host sees it
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    @property
+    def settings(self) -> Path:
+        return self.work / "kube-ovn-daemon.json"
+
+    @property
+    def record(self) -> Path:
+        return self.work / "kube-ovn-daemon.jsonl"
+
+    @property
+    def ports(self) -> Path:
+        """Its ports (standing for OVS ports): on disk, so they outlive a reboot as OVSDB's do."""
+        return self.work / "kube-ovn-ports"
+
+    @property
+    def socket(self) -> Path:
+        return self.run / SOCKET.removeprefix("/run/")
+
+    def mode(self, add: str = "healthy", delete: str = "healthy", delay: float = 0) -> None:
+        body = {"add": add, "del": delete, "delay": delay}
+        tmp = self.settings.with_suffix(".tmp")
+        tmp.write_text(json.dumps(body), encoding="utf-8")
+        tmp.rename(self.settings)
+
+    def start(self, enter: tuple[str, ...], after: float = 0) -> None:
+        """Started in the node; with `after`, it binds its socket only that many seconds later
+        (down until then: "restart")."""
+        assert self.proc is None
+        if not self.settings.exists():
+            self.mode()
+        self.starts += 1
+        self.proc = subprocess.Popen(
+            [*enter, sys.executable, "-I", str(DAEMON), "--settings", str(self.settings),
+             "--record", str(self.record), "--ports", str(self.ports),
+             "--start-after", str(after)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if after == 0:
+            self.wait_listening()
+
+    def wait_listening(self, timeout: float = 60) -> None:
+        starts = self.starts
+        wait_for(lambda: len([r for r in read_jsonl(self.record) if r["phase"] == "listening"])
+                 >= starts and self.socket.exists(), "kube-ovn's daemon to listen",
+                 timeout=timeout, every=0.1)
+
+    def stop(self) -> None:
+        """Down: the process gone and its socket removed, as start-cniserver.sh's exit trap does."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=30)
+        self.proc = None
+        self.socket.unlink(missing_ok=True)
+
+    def node_down(self) -> None:
+        """Killed with the node (its socket went with the node's /run)."""
+        if self.proc is not None:
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+    def requests(self, endpoint: str, container: str | None = None) -> list[dict[str, Any]]:
+        """The requests that reached it for /api/v1/<endpoint> (of one container)."""
+        return [r for r in read_jsonl(self.record)
+                if r["phase"] == "start" and r.get("path") == f"/api/v1/{endpoint}"
+                and container in (None, r["request"].get("container_id"))]
+
+    def held_ports(self) -> list[str]:
+        """The attachments whose port was made and never deleted."""
+        return sorted(p.name for p in self.ports.glob("*")) if self.ports.is_dir() else []
+
+
+@dataclass
+class Installer:
+    """`cni-delguard install --watch` in the node, as the guard's DaemonSet container runs it:
+    the frozen bundle from dist/, the node's CNI dirs, the guard's log in the node's dir."""
+
+    conf_dir: Path
+    bin_dir: Path
+    log_file: Path
+    out: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, enter: tuple[str, ...]) -> None:
+        assert self.proc is None
+        with open(self.out, "ab") as out:
+            self.proc = subprocess.Popen(
+                [*enter, str(frozen_binary()), "install", "--watch", "--layout", "standard",
+                 "--conf-dir",
+                 str(self.conf_dir), "--bin-dir", str(self.bin_dir), "--log-file",
+                 str(self.log_file)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+        self.proc = None
+
+    def node_down(self) -> None:
+        if self.proc is not None:
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+    def text(self) -> str:
+        try:
+            return self.out.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+
+@dataclass
+class ReportedMultus(MultusThick):
+    """multus-daemon as Cozystack runs it: its conf in the runtime's conf dir, its CPU limited."""
+
+    runtime_conf: Path | None = None  # the runtime's conf dir (the host's view)
+    limit: CpuLimit | None = None
+    node_enter: tuple[str, ...] = ()
+    # seconds from each start to its conf written (its socket serving): under the CPU limit the
+    # shim's ADD waits this long, and fails after 60 s ("timed out waiting for the condition")
+    ready_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def conf_dir(self) -> Path:
+        assert self.runtime_conf is not None
+        return self.runtime_conf
+
+    def configure(self, bin_dir: Path, work: Path, api: KubeAPI) -> None:
+        self.work, self.api = work, api
+        (bin_dir / "multus-shim").symlink_to(self._bin("multus-shim"))
+        config = {  # Cozystack's daemon-config.json, with this node's paths
+            "cniVersion": CNI_VERSION, "logLevel": "verbose", "logToStderr": False,
+            "logFile": str(self.log), "cniConfigDir": str(self.conf_dir),
+            "multusAutoconfigDir": str(self.conf_dir), "multusConfigFile": "auto",
+            "socketDir": "/run/multus/", "binDir": str(bin_dir),
+        }
+        (work / "daemon-config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+
+    def _bin(self, command: str) -> Path:
+        return peers.built_or_skip("multus", self.version).bin(command)
+
+    def start_in(self, enter: tuple[str, ...]) -> None:
+        """Started in the node, inside its CPU limit (made again after a power-off)."""
+        assert self.limit is not None
+        self.node_enter = enter
+        self.limit.create()
+        self.enter = (*enter, *self.limit.enter())
+        began = time.monotonic()
+        self.start_daemon()
+        self.ready_seconds.append(round(time.monotonic() - began, 1))
+
+    def node_up(self, enter: tuple[str, ...]) -> None:
+        self.start_in(enter)
+
+    def restart(self) -> None:
+        self.stop_daemon()
+        self.start_in(self.node_enter)
+
+
+@dataclass
+class ReportedStack:
+    """The whole stack on one node (tests/e2e_cri/node.py's), with or without the guard."""
+
+    version: str  # multus's: a row of peers/pins.tsv
+    guarded: bool
+    node_name: str
+    bin_dir: Path
+    conf_dir: Path
+    run: Path
+    work: Path
+    api: KubeAPI = field(init=False)
+    kube_ovn: KubeOvnDaemon = field(init=False)
+    multus: ReportedMultus = field(init=False)
+    installer: Installer | None = field(init=False, default=None)
+
+    @property
+    def delegate(self) -> str:
+        return DELEGATES[self.version]
+
+    @property
+    def guard_log(self) -> Path:
+        return self.work / "delguard.log"
+
+    def start(self, enter: tuple[str, ...]) -> None:
+        """Install the binaries and conflist, start the API, kube-ovn's daemon, multus's daemon and
+        (guarded) the installer; ready once the conf the runtime reads is the final one."""
+        self.work.mkdir(parents=True, exist_ok=True)
+        (self.bin_dir / "kube-ovn").symlink_to(kube_ovn_plugin())
+        conf = self.conf_dir / KUBE_OVN_CONF
+        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(kube_ovn_conflist(), f, indent=1)
+        self.api = KubeAPI(self.work / "api")
+        self.api.start()
+        self.kube_ovn = KubeOvnDaemon(self.work, self.run)
+        self.kube_ovn.start(enter)
+        self.multus = ReportedMultus(version=self.version, run=self.run,
+                                     runtime_conf=self.conf_dir,
+                                     limit=CpuLimit(self.node_name, "multus-daemon", MULTUS_CPU))
+        self.multus.configure(self.bin_dir, self.work, self.api)
+        self.multus.start_in(enter)
+        if self.guarded:
+            self.installer = Installer(self.conf_dir, self.bin_dir, self.guard_log,
+                                       self.work / "installer.out")
+            self.installer.start(enter)
+            self.wait_wrapped()
+
+    # --- what the node's conf dir holds --------------------------------------------------------
+
+    def multus_conf(self) -> dict[str, Any] | None:
+        try:
+            body = json.loads((self.conf_dir / MULTUS_CONF).read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+        return body if isinstance(body, dict) else None
+
+    def wrapped(self) -> bool:
+        conf = self.multus_conf()
+        return conf is not None and conf.get("type") == "cni-delguard"
+
+    def wait_wrapped(self, timeout: float = WRAP_BOUND) -> None:
+        def detail() -> str:
+            return self.installer.text()[-3000:] if self.installer else ""
+
+        wait_for(self.wrapped, "the installer to wrap 00-multus.conf", timeout=timeout,
+                 every=0.1, detail=detail)
+
+    def final_conf(self) -> str:
+        """What the runtime's loaded conf must say once the stack is up: its plugin type."""
+        return "cni-delguard" if self.guarded else "multus-shim"
+
+    # --- the pods -------------------------------------------------------------------------------
+
+    def put_pod(self, namespace: str, name: str, uid: str) -> None:
+        self.api.put_pod(namespace, name, uid, NODE)
+
+    # --- the node's life ------------------------------------------------------------------------
+
+    def node_down(self) -> None:
+        """Everything in the node died with it."""
+        self.multus.node_down()
+        self.kube_ovn.node_down()
+        if self.installer is not None:
+            self.installer.node_down()
+
+    def node_up(self, enter: tuple[str, ...], kube_ovn_after: float = 0) -> None:
+        """The DaemonSets' pods back on the booted node: kube-ovn's daemon (after
+        `kube_ovn_after` seconds), multus's daemon, the installer."""
+        self.kube_ovn.start(enter, after=kube_ovn_after)
+        self.multus.node_up(enter)
+        if self.installer is not None:
+            self.installer.start(enter)
+            self.wait_wrapped()
+
+    def daemons_up(self, enter: tuple[str, ...]) -> None:
+        """kube-ovn's and multus's daemons started again on a running node (their pods
+        restarted); with the guard, ready once the running installer has wrapped multus's conf
+        again."""
+        self.kube_ovn.start(enter)
+        self.multus.start_in(enter)
+        if self.installer is not None:
+            self.wait_wrapped()
+
+    def stop(self) -> None:
+        if self.installer is not None:
+            with contextlib.suppress(Exception):
+                self.installer.stop()
+        with contextlib.suppress(Exception):
+            self.multus.stop_daemon()
+        with contextlib.suppress(Exception):
+            self.kube_ovn.stop()
+        with contextlib.suppress(Exception):
+            self.api.stop()
+
+    # --- counts ---------------------------------------------------------------------------------
+
+    def multus_dels(self, container: str | None = None) -> int:
+        return self.multus.requests("DEL", container)
+
+    def kube_ovn_dels(self, container: str | None = None) -> int:
+        return len(self.kube_ovn.requests("del", container))
+
+    def multus_cpu(self) -> float:
+        assert self.multus.limit is not None
+        return self.multus.limit.usage_seconds()
+
+
+

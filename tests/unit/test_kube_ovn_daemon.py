@@ -1,0 +1,209 @@
+"""tests/fakes/kube_ovn_daemon.py, run as a process: each mode's answer, what it records, and (when
+the peer is built) the real kube-ovn CNI plugin talking to it."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import peers
+from tests.support.records import read_jsonl
+from tests.support.waiting import wait_for
+
+DAEMON = Path(__file__).resolve().parents[1] / "fakes" / "kube_ovn_daemon.py"
+ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=p1"
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path: Path, timeout: float) -> None:
+        super().__init__("dummy", timeout=timeout)
+        self.path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(str(self.path))
+
+
+@dataclass
+class Daemon:
+    tmp: Path
+    proc: subprocess.Popen[bytes]
+
+    @property
+    def socket(self) -> Path:
+        return self.tmp / "d.sock"
+
+    def mode(self, **modes: Any) -> None:
+        (self.tmp / "settings.json").write_text(json.dumps(modes))
+
+    def post(self, endpoint: str, body: dict[str, Any],
+             timeout: float = 10) -> tuple[int, dict[str, Any] | None]:
+        conn = UnixHTTP(self.socket, timeout)
+        try:
+            conn.request("POST", f"/api/v1/{endpoint}", json.dumps(body),
+                         {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            data = resp.read()
+        finally:
+            conn.close()
+        return resp.status, json.loads(data) if data else None
+
+    def record(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.tmp / "record.jsonl")
+
+    def ports(self) -> list[str]:
+        return sorted(p.name for p in (self.tmp / "ports").iterdir())
+
+
+def start(tmp: Path, after: float = 0) -> Daemon:
+    proc = subprocess.Popen(
+        [sys.executable, "-I", str(DAEMON), "--socket", str(tmp / "d.sock"), "--settings",
+         str(tmp / "settings.json"), "--record", str(tmp / "record.jsonl"), "--ports",
+         str(tmp / "ports"), "--start-after", str(after)])
+    return Daemon(tmp, proc)
+
+
+@pytest.fixture
+def netns() -> Iterator[str]:
+    """A network namespace of its own, as a pod's (the stand-in makes the pod's interface in
+    it; the plugin refuses to run in the one it is in)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare")
+    holder = subprocess.Popen(["unshare", "--net", "sleep", "300"])
+    try:
+        path = f"/proc/{holder.pid}/ns/net"
+        wait_for(lambda: os.readlink(path) != os.readlink("/proc/self/ns/net"),
+                 "the holder's netns", timeout=30)
+        yield path
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    d = start(tmp_path)
+    try:
+        wait_for(d.socket.exists, "the stand-in's socket", timeout=30)
+        yield d
+    finally:
+        d.proc.kill()
+        d.proc.wait()
+
+
+REQ = {"cni_type": "kube-ovn", "pod_name": "p1", "pod_namespace": "default",
+       "container_id": "c1", "net_ns": "/var/run/netns/x", "if_name": "eth0", "provider": "ovn"}
+
+
+def test_healthy_add_answers_a_cni_response_and_makes_the_pods_nic(daemon: Daemon,
+                                                                  netns: str) -> None:
+    status, body = daemon.post("add", REQ | {"net_ns": netns})
+    assert status == 200
+    assert body is not None
+    assert body["protocol"] == "IPv4" and body["nicname"] == "eth0"
+    assert body["address"].startswith("10.16.") and body["cidr"] == "10.16.0.0/16"
+    assert daemon.ports() == ["c1:eth0"]
+    shown = subprocess.run(["nsenter", f"--net={netns}", "ip", "-o", "-4", "addr", "show",
+                            "dev", "eth0"], capture_output=True, text=True, check=True)
+    assert f"{body['address']}/16" in shown.stdout
+    assert daemon.post("add", REQ | {"net_ns": netns})[0] == 200, "a repeated ADD keeps it"
+
+
+def test_add_into_a_netns_that_is_not_there_fails(daemon: Daemon) -> None:
+    status, body = daemon.post("add", REQ)
+    assert status == 500 and body is not None and "configure nic failed" in body["error"]
+    assert daemon.ports() == []
+
+
+def test_del_is_idempotent_and_skips_an_empty_netns(daemon: Daemon, netns: str) -> None:
+    daemon.post("add", REQ | {"net_ns": netns})
+    assert daemon.post("del", REQ | {"net_ns": ""}) == (204, None)
+    assert daemon.ports() == ["c1:eth0"], "a DEL without netns touches no port (handler.go)"
+    assert daemon.post("del", REQ) == (204, None)
+    assert daemon.ports() == []
+    assert daemon.post("del", REQ) == (204, None)  # the port already gone: success
+
+
+def test_error_mode_answers_500_with_the_reason(daemon: Daemon) -> None:
+    daemon.mode(**{"add": "error", "del": "error"})
+    status, body = daemon.post("del", REQ)
+    assert status == 500 and body is not None and "del failed" in body["error"]
+    assert daemon.post("add", REQ)[0] == 500
+
+
+def test_hang_mode_never_answers_and_records_the_request(daemon: Daemon) -> None:
+    daemon.mode(**{"del": "hang"})
+    with pytest.raises(TimeoutError):
+        daemon.post("del", REQ, timeout=1.5)
+
+    def phases() -> list[str]:
+        return [r["phase"] for r in daemon.record() if r.get("path") == "/api/v1/del"]
+
+    # (its handler may not have written "hung" yet when the client gave up, on a loaded machine)
+    wait_for(lambda: "hung" in phases(), "the stand-in to record the hung request", timeout=30)
+    assert phases() == ["start", "hung"]
+    assert daemon.post("add", REQ)[0] == 500, "the other endpoint still answers"
+
+
+def test_slow_mode_answers_after_the_delay(daemon: Daemon) -> None:
+    daemon.mode(**{"del": "slow", "delay": 1.0})
+    began = time.monotonic()
+    assert daemon.post("del", REQ)[0] == 204
+    assert time.monotonic() - began >= 1.0
+
+
+def test_unknown_route_is_404(daemon: Daemon) -> None:
+    assert daemon.post("check", REQ)[0] == 404
+
+
+def test_start_after_binds_only_later(tmp_path: Path) -> None:
+    d = start(tmp_path, after=2.0)
+    try:
+        began = time.monotonic()
+        wait_for(d.socket.exists, "the late socket", timeout=60)
+        assert time.monotonic() - began >= 1.5
+        assert [r["phase"] for r in d.record()] == ["listening"]
+    finally:
+        d.proc.kill()
+        d.proc.wait()
+
+
+# --- the real plugin against it ------------------------------------------------------------------
+
+
+def plugin(command: str, conf: dict[str, Any], netns: str) -> tuple[int, Any]:
+    peer = peers.built_or_skip("kube-ovn", "v1.14.10")
+    env = {"PATH": "/usr/bin:/bin", "CNI_COMMAND": command, "CNI_CONTAINERID": "c1",
+           "CNI_IFNAME": "eth0", "CNI_NETNS": netns, "CNI_ARGS": ARGS, "CNI_PATH": "/"}
+    res = subprocess.run([str(peer.bin("cni"))], input=json.dumps(conf), env=env,
+                         capture_output=True, text=True, timeout=60, check=False)
+    return res.returncode, json.loads(res.stdout) if res.stdout else None
+
+
+def test_the_real_plugin_speaks_to_it(daemon: Daemon, netns: str) -> None:
+    conf = {"cniVersion": "0.3.1", "name": "kube-ovn", "type": "kube-ovn",
+            "server_socket": str(daemon.socket)}
+    rc, out = plugin("ADD", conf, netns)
+    assert rc == 0, out
+    assert out["interfaces"][0]["name"] == "eth0" and out["ips"][0]["gateway"] == "10.16.0.1"
+    assert plugin("DEL", conf, netns) == (0, None)
+    assert daemon.ports() == []
+    daemon.mode(**{"del": "error"})
+    rc, out = plugin("DEL", conf, netns)
+    assert (rc, out["code"], out["msg"]) == (1, 11, "RPC failed")
+    assert "delete ip return 500" in out["details"]
+    rc, out = plugin("DEL", {k: v for k, v in conf.items() if k != "server_socket"}, netns)
+    assert (rc, out["code"]) == (1, 7) and "server_socket is required" in out["details"]
