@@ -26,6 +26,7 @@ from cni_delguard.ops.assess.matrix import (  # noqa: F401 - the suites' vocabul
     DELEGATES,
     DRIVERS,
     OUTCOMES,
+    REPORTED_SCENARIOS,
     RUNTIMES,
     SCENARIOS,
     UNKNOWN,
