@@ -6,30 +6,43 @@
 # Build with tools/build-image.sh (buildah, no registry needed; amd64 and arm64 and one manifest
 # list naming both), or any builder, for any platform it can run:
 #   buildah bud --platform linux/arm64 --build-arg BASE=<a Debian bookworm image> -t cni-delguard .
-# BASE is the build stage's image; RUNTIME the final one (scratch: the bundle, which carries its
-# own loader and C library, and an empty /tmp; pass RUNTIME=<BASE> for an image with a shell).
-ARG BASE=docker.io/library/debian:bookworm
+# BASE is the build stage's image, by digest (issue 38: a tag moves): the digest below is one of
+# debian:bookworm seen pinned in public Dockerfiles, not pulled here (no registry is reachable from
+# this project's build machine: tools/build-image.sh builds FROM its own debootstrap base, named
+# by its image ID); check it (`skopeo inspect docker://docker.io/library/debian:bookworm`) before
+# relying on it. RUNTIME is the final image (scratch: the bundle, which carries its own loader and
+# C library, and an empty /tmp; pass RUNTIME=<BASE> for an image with a shell).
+ARG BASE=docker.io/library/debian:bookworm@sha256:8a8cd02c5912770b4980228a54d4aff9e4f986f1eb2525d2d371dec5232cefcc
 ARG RUNTIME=scratch
 
 FROM ${BASE} AS build
 ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
 # libpython3.11: PyInstaller bundles the shared libpython; binutils: strip, readelf; gcc and
-# libc6-dev: the bundle's static launcher (packaging/selfcontain.py).
+# libc6-dev: the bundle's static launcher (packaging/selfcontain.py). Each at an exact version
+# (issue 38): bookworm's when this was written; tools/build-image.sh passes the versions its base
+# holds (so the install changes nothing there). A version the archive no longer has fails the
+# build: pass APT_PINS with the current ones (`apt-cache policy PACKAGE`), knowingly.
+ARG APT_PINS="python3=3.11.2-1+b1 python3.11=3.11.2-6+deb12u9 python3.11-venv=3.11.2-6+deb12u9 libpython3.11=3.11.2-6+deb12u9 binutils=2.40-2 gcc=4:12.2.0-3 libc6-dev=2.36-9+deb12u14"
 RUN apt-get update -qq \
-    && apt-get install -y -qq --no-install-recommends \
-       python3 python3-venv libpython3.11 binutils gcc libc6-dev \
+    && apt-get install -y -qq --no-install-recommends --allow-downgrades ${APT_PINS} \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # The pins first, in a layer of their own: a change to the sources does not download them again.
 COPY pyproject.toml ./
-COPY packaging/constraints.txt packaging/
+COPY packaging/requirements.txt packaging/
 COPY tools/build.sh tools/
 RUN python3 -m venv /venv && PYTHON=/venv/bin/python tools/build.sh --pins-only
+# The SBOM generator, CycloneDX's cyclonedx-bom, by sha256, in a venv of its own (not the pins').
+COPY packaging/sbom-requirements.txt packaging/
+RUN python3 -m venv /sbom \
+    && /sbom/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps \
+       -r packaging/sbom-requirements.txt
 COPY packaging packaging/
+COPY LICENSE ./
 COPY cni_delguard cni_delguard/
 COPY installer/smoke-test.sh installer/
 # The project's build, with this stage's Debian python3.11 as the build root (tools/build.sh
-# --here): the pins at packaging/constraints.txt's versions, PyInstaller, its own loader and C
+# --here): the pins of packaging/requirements.txt, by sha256, PyInstaller, its own loader and C
 # library, the smoke test. SOURCE_DATE_EPOCH (tools/build-image.sh passes the commit's time) makes
 # it the same bundle as tools/build.sh's.
 ARG SOURCE_DATE_EPOCH=0
@@ -39,6 +52,14 @@ RUN installer/smoke-test.sh /src/dist/cni-delguard/cni-delguard
 # The final image's filesystem: the bundle, run there with nothing else to prove it needs nothing.
 COPY installer/stage-rootfs.sh installer/
 RUN installer/stage-rootfs.sh /src/dist/cni-delguard /rootfs
+# The SBOM (CycloneDX JSON, issue 38): every Python distribution the bundle was frozen from (the
+# pins' venv, with the project as the main component), reproducible (SOURCE_DATE_EPOCH, no
+# random serial). The Debian parts copied into the bundle (the loader, glibc, libpython) are not
+# in it: their versions are APT_PINS and the bundle's delguard-build.json.
+RUN mkdir -p /rootfs/usr/share/doc/cni-delguard \
+    && SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH} /sbom/bin/cyclonedx-py environment \
+       --pyproject pyproject.toml --output-reproducible --of JSON \
+       -o /rootfs/usr/share/doc/cni-delguard/sbom.cdx.json /venv/bin/python
 
 FROM ${RUNTIME}
 COPY --from=build /rootfs/ /

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +63,31 @@ def build_pyfloor(scratch: Path, bundle: Path) -> tuple[str, ...]:
             str(internal))
 
 
+_SETTINGS: list[str] = []
+
+
+def settings_dir() -> str:
+    """A dir holding only the admin's `cni-delguard.paths`, allowing state and logs under the
+    temp dir where the benchmarks keep them (the guard's built-in places do not include it:
+    cni_delguard/guard/paths.py); first in every CNI_PATH given. Removed at exit."""
+    if not _SETTINGS:
+        path = Path(tempfile.mkdtemp(prefix="dgbench-paths-"))
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+        temp = os.path.realpath(tempfile.gettempdir())
+        (path / "cni-delguard.paths").write_text(f"state {temp}\nlog {temp}\n")
+        (path / "cni-delguard.paths").chmod(0o644)
+        _SETTINGS.append(str(path))
+    return _SETTINGS[0]
+
+
 def cni_env(command: str, container_id: str, cni_path: str, netns: str = "") -> dict[str, str]:
-    """The environment a runtime gives a plugin (PATH kept so delegates find their tools)."""
+    """The environment a runtime gives a plugin (PATH kept so delegates find their tools), with
+    settings_dir() first in CNI_PATH."""
     env = {
         "CNI_COMMAND": command,
         "CNI_CONTAINERID": container_id,
         "CNI_IFNAME": "eth0",
-        "CNI_PATH": cni_path,
+        "CNI_PATH": f"{settings_dir()}:{cni_path}",
         "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
     }
     if netns:

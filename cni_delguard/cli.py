@@ -140,7 +140,7 @@ def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     from cni_delguard import buildinfo
     from cni_delguard.monitoring import exporter
     from cni_delguard.node import cli as node_cli
-    from cni_delguard.ops import doctor, listing, release, stats
+    from cni_delguard.ops import assess, doctor, listing, release, stats
     from cni_delguard.tooling import Parser
 
     parser = Parser(prog="cni-delguard", description=DESCRIPTION, out=out, err=err)
@@ -149,8 +149,9 @@ def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     stats.register(sub, textfile=_textfile)
     listing.register(sub)
     doctor.register(sub)
+    assess.register(sub)
     release.register(sub)
-    node_cli.register(sub, metrics=exporter)
+    node_cli.register(sub, metrics=exporter, assess=_assess_summary)
     version = sub.add_parser("version", help="print the version and exit")
     version.set_defaults(run=lambda _args, o, _e: _print_version(o))
     return parser
@@ -162,6 +163,14 @@ def _textfile(path: str, log_file: str, state_dir: str) -> None:
     from cni_delguard.monitoring import metrics
 
     metrics.write(path, log_file, state_dir)
+
+
+def _assess_summary(root: str, layout: str) -> str:
+    """What `install --watch` logs at start: ops/'s assess (floor 4) for node/'s installer
+    (floor 3), which cannot import it. Imported only when an installer starts."""
+    from cni_delguard.ops.assess import summary_line
+
+    return summary_line(root, layout)
 
 
 def _print_version(out: TextIO) -> int:

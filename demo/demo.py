@@ -49,6 +49,12 @@ class Demo:
         for plugin in Path("/usr/lib/cni").iterdir():
             (self.bin / plugin.name).symlink_to(plugin)
         (self.bin / "cni-delguard").symlink_to(GUARD)
+        # The demo keeps the guard's state and log under a temp dir, which the guard allows
+        # only when the node's admin says so: the settings file beside the plugin
+        # (docs/configuration.md).
+        settings = self.bin / "cni-delguard.paths"
+        settings.write_text(f"state {self.root}\nlog {self.root}\n")
+        settings.chmod(0o644)
         standin = self.bin / "kube-ovn-standin"
         standin.write_text(f"#!{sys.executable} -I\n{STANDIN.read_text()}")
         standin.chmod(0o755)

@@ -28,7 +28,7 @@ INTEGRATION_DIRS = tuple(
     HERE / d
     for d in (
         "cni_conformance", "reliability", "e2e_cri", "e2e_kubelet", "node_roots",
-        "monitoring", "multus_chain",
+        "monitoring", "multus_chain", "e2e_cluster",
     )
 )
 # Markers that by themselves mean root and the host's namespaces, wherever the test lives.

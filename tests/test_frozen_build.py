@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import confs, guard
+from tests.support.paths import widen
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +31,7 @@ def lab(tmp_path: Path) -> Path:
     for sub in ("bin", "elsewhere", "results", "multus"):
         (tmp_path / sub).mkdir()
     (tmp_path / "state").mkdir(mode=0o700)
+    widen(tmp_path / "bin")  # the lab's state and log are under the temp dir
     return tmp_path
 
 

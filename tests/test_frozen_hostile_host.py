@@ -33,6 +33,7 @@ import pytest
 
 from tests.support import guard, hostlibs
 from tests.support.noderoot import needs_root, proc_mounted, with_shell
+from tests.support.paths import widen
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="chroot roots, root-owned state dirs")
 
@@ -67,6 +68,7 @@ def node_root(root: Path, bundle: Path) -> Path:
     with_shell(root)
     shutil.copytree(bundle, root / "opt/delguard/cni-delguard", symlinks=True)
     (root / "opt/cni/bin").mkdir(parents=True)
+    widen(root / "opt/cni/bin")  # the node's state and log are under /tmp
     (root / "opt/cni/bin/cni-delguard").symlink_to("../../delguard/cni-delguard/cni-delguard")
     (root / "tmp").mkdir(mode=0o1777)
     (root / "tmp/state").mkdir(mode=0o700)
@@ -135,6 +137,7 @@ def test_the_delegate_gets_the_runtimes_preload_and_loads_it_the_guard_does_not(
     process never does (packaging/README.md: the guard loads no host preload)."""
     lab = tmp_path
     (lab / "bin").mkdir()
+    widen(lab / "bin")
     (lab / "state").mkdir(mode=0o700)
     (lab / "bin/cni-delguard").symlink_to(frozen / "cni-delguard")
     dumper = lab / "bin/env-dumper"
@@ -184,6 +187,7 @@ def test_openssl_never_starts_in_the_plugin(tmp_path: Path, frozen: Path, libs: 
     never load it (on the bundle of 41b7b80 the first ADD did)."""
     lab = tmp_path
     (lab / "bin").mkdir()
+    widen(lab / "bin")
     (lab / "state").mkdir(mode=0o700)
     (lab / "bin/cni-delguard").symlink_to(frozen / "cni-delguard")
     dumper = lab / "bin/env-dumper"
@@ -322,6 +326,7 @@ def test_its_process_name_is_cni_delguard_whatever_name_it_was_execd_by(
     tmp_path: Path, frozen: Path
 ) -> None:
     (tmp_path / "bin").mkdir()
+    widen(tmp_path / "bin")
     (tmp_path / "state").mkdir(mode=0o700)
     link = tmp_path / "bin/delguard-by-another-name"
     link.symlink_to(frozen / "cni-delguard")

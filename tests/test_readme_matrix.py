@@ -1,10 +1,17 @@
-"""docs/compatibility.md's runtime tables are the last matrix, rendered (tools/render-matrix.py).
+"""The pages' tables are the render of the matrix of record, and the matrix of record is what the
+suites measure: README cannot claim a cell the suite did not measure.
 
-The e2e suites record their rows into .cache/e2e/matrix.json as they run; this test renders them
-and compares with docs/compatibility.md. tests/conftest.py runs it after every other test of the
-session, so that in a whole run (tools/test.sh, CI) it checks the matrix that very run wrote
-(tools/test.sh removes the previous one first). Without a matrix it is skipped in the quick
-loop, and fails under CI, where the e2e suites have just run.
+- README.md's "Does it fix my problem?" table and docs/compatibility.md's per-chain tables are
+  exactly cni_delguard/ops/assess/render.py of cni_delguard/ops/assess/matrix.json (the file
+  `cni-delguard assess` reads), commit and date included (tools/render-matrix.py --render).
+- The run's matrix (.cache/e2e/matrix.json, which the e2e suites fill as they run) and the file
+  of record hold the same cases with the same outcomes, and the guard kept a DEL from the
+  delegate in the same cases; the seconds, the exact counts, the commit and the date may differ.
+  tests/conftest.py runs this after every other test of the session, so that in a whole run
+  (tools/test.sh, CI) it checks the matrix that very run wrote (tools/test.sh removes the
+  previous one first). Without a run's matrix it is skipped in the quick loop, and fails under
+  CI, where the e2e suites have just run. When they differ and the run is the one to publish:
+  tools/render-matrix.py --write.
 """
 
 from __future__ import annotations
@@ -13,52 +20,42 @@ import os
 
 import pytest
 
-from tests.support import matrix, matrix_readme
+from cni_delguard.ops.assess import matrix, render
+from tests.support import matrix as run_matrix
+
+REPO = run_matrix.REPO
 
 
-def test_readme_table_is_the_last_matrix() -> None:
-    source = matrix.path()
+@pytest.mark.parametrize("target", render.TARGETS, ids=lambda t: t.page)
+def test_each_page_is_the_render_of_the_file_of_record(target: render.Target) -> None:
+    packaged = matrix.packaged()
+    page = (REPO / target.page).read_text(encoding="utf-8")
+    changes = render.diff(page, target, packaged)
+    assert not changes, (f"{target.page} is not the render of {render.RECORD}: "
+                         f"tools/render-matrix.py --render\n{changes}")
+    assert packaged.short_commit in page and packaged.date in page
+
+
+def _cases(m: matrix.Matrix) -> dict[tuple[str, str, str, str, str, bool], tuple[str, bool]]:
+    return {r.key: (r.outcome, bool(r.kept)) for r in m.rows}
+
+
+def test_the_run_measured_what_the_file_of_record_says() -> None:
+    source = run_matrix.path()
     if not source.is_file():
         why = f"no matrix at {source}: the e2e suites (tests/e2e_cri, ...) write it"
         if os.environ.get("CI"):
             pytest.fail(f"{why}, and under CI they run before this test")
         pytest.skip(why)
-    rows = matrix.load(source)
-    assert rows, f"{source} holds no row"
-    readme = matrix_readme.readme_path().read_text(encoding="utf-8")
-    changes = matrix_readme.diff(readme, rows)
-    assert not changes, (
-        "docs/compatibility.md's runtime tables differ from the last matrix; if the run is the "
-        "one to publish, "
-        f"tools/render-matrix.py --write\n{changes}"
-    )
-
-
-@pytest.mark.parametrize(
-    ("guards", "cell"),
-    [
-        pytest.param(("stuck", "removed"), "stuck → **removed**", id="guard-changes-it"),
-        pytest.param(("stuck", "stuck"), "stuck → stuck", id="same"),
-        pytest.param(("removed", None), "removed → -", id="with-guard-missing"),
-    ],
-)
-def test_cell(guards: tuple[str, str | None], cell: str) -> None:
-    rows = [matrix.Row("containerd", "v2.1.6", "fake-stateful", "reboot", guard, outcome, 1.0)
-            for guard, outcome in zip((False, True), guards, strict=True) if outcome]
-    table = matrix_readme.render(rows)
-    assert f"| reboot | {cell} |" in table, table
-    assert "containerd v2.1.6" in table
-
-
-def test_columns_in_runtime_then_version_order() -> None:
-    rows = [matrix.Row(rt, v, "fake-stateful", "double-del", False, "stuck", 1.0)
-            for rt, v in (("cri-o", "1.36.3"), ("containerd", "v2.1.6"),
-                          ("containerd", "1.6.20~ds1"), ("containerd", "v1.7.35"))]
-    header = matrix_readme.render(rows).splitlines()[2]
-    assert header == ("| scenario | containerd 1.6.20~ds1 | containerd v1.7.35 | "
-                      "containerd v2.1.6 | CRI-O 1.36.3 |"), header
-
-
-def test_readme_without_markers_is_refused() -> None:
-    with pytest.raises(ValueError, match="matrix:begin"):
-        matrix_readme.split("# README\nno table here\n")
+    run, packaged = run_matrix.load(source), matrix.packaged()
+    assert run.rows, f"{source} holds no row"
+    ran, claimed = _cases(run), _cases(packaged)
+    missing = sorted(set(claimed) - set(ran))
+    extra = sorted(set(ran) - set(claimed))
+    differ = sorted((k, claimed[k], ran[k]) for k in set(ran) & set(claimed)
+                    if ran[k] != claimed[k])
+    assert not (missing or extra or differ), (
+        f"the run ({run.commit}, {run.date}) and {render.RECORD} ({packaged.commit}, "
+        f"{packaged.date}) differ; if the run is the one to publish, tools/render-matrix.py "
+        f"--write\nnot run: {missing}\nnot in the record: {extra}\n"
+        f"(case, recorded (outcome, kept), run): {differ}")

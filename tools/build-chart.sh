@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # build-chart.sh: package the Helm chart, charts/cni-delguard/, into
 # dist/charts/cni-delguard-<version>.tgz, its version and appVersion the project's (pyproject.toml;
-# the image tag the chart names by default is its appVersion, the one tools/build-image.sh builds).
+# the image tag the chart names by default is its appVersion, the one tools/build-image.sh builds;
+# the image's repository has no default: the one you pushed to, `image.repository`).
 #
 #   tools/build-chart.sh                      the project's version
 #   tools/build-chart.sh --version V [--app-version A] [--out DIR]
@@ -10,13 +11,15 @@
 #
 # Before packaging: the chart's generated parts must be current (tools/generate-chart.py --check:
 # the layouts' paths, the monitoring and OpenShift objects, the version) and `helm lint --strict`
-# clean. The helm is $HELM, else the newest `helm` row of peers/pins.tsv, built by
+# clean with the values of ci/watch-values.yaml (the defaults and an image.repository, which the
+# chart refuses to render without). The helm is $HELM, else the newest `helm` row of peers/pins.tsv, built by
 # tools/install-peers.sh if it is not yet (a few minutes, once). Prints the package's path.
 #
 # To publish it in an OCI registry (docs/install.md):
 #   helm registry login REGISTRY      # if it asks for credentials
 #   helm push dist/charts/cni-delguard-<version>.tgz oci://REGISTRY/PATH
-#   helm install cni-delguard oci://REGISTRY/PATH/cni-delguard --version <version> -n kube-system
+#   helm install cni-delguard oci://REGISTRY/PATH/cni-delguard --version <version> -n kube-system \
+#       --set image.repository=REGISTRY/PATH/cni-delguard
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,7 +55,8 @@ helm=${HELM:-$(pinned_helm)}
 
 python3 "$repo/tools/generate-chart.py" --check ||
     die "the chart's generated files are not current: run python3 tools/generate-chart.py"
-"$helm" lint --strict "$chart" >&2 || die "helm lint --strict failed"
+"$helm" lint --strict "$chart" --values "$chart/ci/watch-values.yaml" >&2 ||
+    die "helm lint --strict failed"
 mkdir -p "$out"
 "$helm" package "$chart" --version "$version" --app-version "$app_version" --destination "$out" >&2
 package=$out/cni-delguard-$version.tgz

@@ -13,10 +13,15 @@
 #      intercepted by a local CA; the Dockerfile itself stays standard and never sees either).
 #   4. the manifest list $IMAGE: one name for every arch, what the DaemonSet names (pushed with
 #      `buildah manifest push --all $IMAGE docker://<registry>/cni-delguard:<tag>`).
+#   5. the SBOM of each arch's image (CycloneDX JSON, written by the build stage with CycloneDX's
+#      cyclonedx-bom: the Dockerfile) copied out to $SBOM_DIR/cni-delguard-<version>-<arch>.cdx.json.
+# The base goes in by its image ID (content-addressed: a tag could be moved) and with its own
+# Debian package versions as the Dockerfile's APT_PINS (the build's apt-get changes nothing).
 #
 # Usage: tools/build-image.sh [ARCH...]    (default: amd64 arm64) prints each build's time and
 #   size. Environment: IMAGE (default localhost/cni-delguard:<version in pyproject.toml>),
-#   BASE_IMAGE (default localhost/cni-delguard-base:bookworm), CA_BUNDLE, REBUILD_BASE, CONTEXT.
+#   BASE_IMAGE (default localhost/cni-delguard-base:bookworm), CA_BUNDLE, REBUILD_BASE, CONTEXT,
+#   SBOM_DIR (default dist/sbom).
 # Needs root and: apt-get install buildah podman debootstrap runc (qemu-user-static for arm64 on
 # amd64, which tools/binfmt.sh installs).
 set -euo pipefail
@@ -27,6 +32,9 @@ version=$(sed -n 's/^version = "\(.*\)"$/\1/p' pyproject.toml | head -n 1)
 image=${IMAGE:-localhost/cni-delguard:$version}
 base=${BASE_IMAGE:-localhost/cni-delguard-base:bookworm}
 ca=${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
+sbom_dir=${SBOM_DIR:-$repo/dist/sbom}
+# The Dockerfile's APT_PINS packages, at the versions the base holds (tools/build.sh's root).
+apt_packages=(python3 python3.11 python3.11-venv libpython3.11 binutils gcc libc6-dev)
 arches=("$@")
 [ "${#arches[@]}" -gt 0 ] || arches=(amd64 arm64)
 
@@ -47,15 +55,29 @@ make_base() { # ARCH
 }
 
 build() { # ARCH CONTEXT LOG-DIR
-    local start=$SECONDS size
+    local start=$SECONDS size id pins
     [ "$1" = "$(dpkg --print-architecture)" ] || tools/binfmt.sh "$1"
+    id=$(podman image inspect --format '{{.Id}}' "$base-$1")
+    pins=$(chroot "$(tools/build.sh --root-template --arch "$1")" \
+        dpkg-query -W -f '${Package}=${Version} ' "${apt_packages[@]}")
     buildah bud --isolation chroot --network host --layers --platform "linux/$1" \
         --volume "$ca:/etc/pip-build-ca.crt:ro" --volume "$3/pip.conf:/etc/pip.conf:ro" \
-        --build-arg "BASE=$base-$1" --build-arg "SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)" \
+        --build-arg "BASE=$id" --build-arg "APT_PINS=$pins" \
+        --build-arg "SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)" \
         --tag "$image-$1" --file "$2/Dockerfile" "$2" \
         >"$3/$1.log" 2>&1 || { tail -n 40 "$3/$1.log" >&2; exit 1; }
     size=$(podman image inspect --format '{{.Size}}' "$image-$1")
-    echo "image $image-$1 built in $((SECONDS - start)) s, $((size / 1024 / 1024)) MiB"
+    echo "image $image-$1 built in $((SECONDS - start)) s, $((size / 1024 / 1024)) MiB (base $id)"
+    sbom "$1"
+}
+
+sbom() { # ARCH: the image's SBOM, copied out beside the others
+    local ctr out=$sbom_dir/cni-delguard-$version-$1.cdx.json
+    mkdir -p "$sbom_dir"
+    ctr=$(podman create --quiet "$image-$1")
+    podman cp "$ctr:/usr/share/doc/cni-delguard/sbom.cdx.json" "$out" >/dev/null
+    podman rm --force "$ctr" >/dev/null
+    echo "SBOM $out"
 }
 
 tmp=$(mktemp -d)

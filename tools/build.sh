@@ -14,7 +14,8 @@
 # One recipe for every arch, the arch being data: the build runs in a Debian bookworm root of the
 # target arch (tools/make-root.sh: debootstrap, cached), never in this machine's own Python:
 # Debian's python3.11 and libpython3.11 (built with PGO and LTO), the pins of pyproject.toml at the
-# exact versions of packaging/constraints.txt in a venv cached per arch and pins, PyInstaller with packaging/cni-delguard.spec, then
+# exact versions and sha256 digests of packaging/requirements.txt in a venv cached per arch and
+# pins, PyInstaller with packaging/cni-delguard.spec, then
 # packaging/selfcontain.py: the bundle's own loader and C library (the build root's glibc 2.36)
 # and a static launcher, so it needs nothing from the host that runs it. A foreign arch's root
 # runs under qemu-user-static through binfmt_misc (tools/binfmt.sh). The mounts it needs
@@ -52,7 +53,7 @@ host_arch=$(dpkg --print-architecture)
 ROOT_PACKAGES=(python3.11 python3.11-venv libpython3.11 binutils gcc libc6-dev
     containernetworking-plugins)
 # What goes into a build: its cache key digests these (git ls-files: tracked and untracked).
-INPUTS=(pyproject.toml cni_delguard packaging tools/build.sh tools/make-root.sh)
+INPUTS=(pyproject.toml LICENSE cni_delguard packaging tools/build.sh tools/make-root.sh)
 # Without git, what .gitignore keeps out of INPUTS (its patterns that can match there).
 EXCLUDED=(__pycache__ '*.pyc' '*.egg-info')
 
@@ -109,6 +110,10 @@ smoke_test() { # BUNDLE-DIR SCRATCH-DIR
         top=$root
         where="from this machine's view (not root: no chroot)"
     fi
+    # The log goes under /tmp, which the guard allows only when the node's admin says so: the
+    # settings file beside the plugin, as on a node (cni_delguard/guard/paths.py).
+    printf 'log %s/tmp\n' "$top" >"$root/bin/cni-delguard.paths"
+    chmod 0644 "$root/bin/cni-delguard.paths"
 
     out=$(env -i CNI_COMMAND=VERSION "${run[@]}" "$top/bin/cni-delguard" </dev/null) ||
         fail "VERSION exited $?: $out"
@@ -126,11 +131,29 @@ smoke_test() { # BUNDLE-DIR SCRATCH-DIR
     log "smoke test passed $where: VERSION, no-evidence DEL (exit 0, empty stdout, logged)"
 }
 
+# Exactly the files whose sha256 packaging/requirements.txt lists (--require-hashes: anything
+# else, a changed file on the index included, is refused), then a check that they meet
+# pyproject.toml's requirements and each other's (pip check).
 install_pins() {
-    local reqs
-    mapfile -t reqs < <(pinned_requirements)
-    "$python" -m pip install --quiet --disable-pip-version-check -c packaging/constraints.txt \
-        "${reqs[@]}"
+    "$python" -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps \
+        -r packaging/requirements.txt
+    pinned_requirements | "$python" -c '
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from packaging.requirements import Requirement
+bad = []
+for line in filter(None, map(str.strip, sys.stdin)):
+    req = Requirement(line)
+    try:
+        found = version(req.name)
+    except PackageNotFoundError:
+        found = None
+    if found is None or not req.specifier.contains(found, prereleases=True):
+        bad.append(f"{req} (requirements.txt gives {found})")
+if bad:
+    sys.exit("build.sh: packaging/requirements.txt does not meet pyproject.toml: " + "; ".join(bad))
+'
+    "$python" -m pip check --disable-pip-version-check >/dev/null
 }
 
 root_template() {
@@ -236,7 +259,7 @@ freeze_in_root() { # STAGE-DIR
         cp -a "$bundles/cni-delguard" "$1/"
         return
     fi
-    venv=$cache/venvs/$arch-$( (basename "$template"; pinned_requirements; cat packaging/constraints.txt) |
+    venv=$cache/venvs/$arch-$( (basename "$template"; pinned_requirements; cat packaging/requirements.txt) |
         sha256sum | cut -c1-12)
     mkdir -p "$venv" "$cache/bundles"
     work=$(mktemp -d "$repo/build/root.XXXXXX")

@@ -3,6 +3,7 @@
 #
 #   tools/install-peers.sh            every row of peers/pins.tsv
 #   tools/install-peers.sh multus     only the rows of that name
+#   tools/install-peers.sh containerd-v1.7.22   only that row
 #
 # Each row is built into a cache keyed by its name and version:
 #   ${DELGUARD_PEERS_CACHE:-/var/cache/cni-delguard/peers}/<name>-<version>/bin/<command>
@@ -30,13 +31,12 @@ rows() {
 }
 
 check_go() {
-    command -v go >/dev/null || die "no go on PATH (the machine's Go; Debian bookworm's golang-go is too old)"
-    local v var
-    v=$(go env GOVERSION)
-    case "$v" in
-        go1.2[4-9]* | go1.[3-9][0-9]*) ;;
-        *) die "$(command -v go) is $v: the peers need Go 1.24 or later (put the machine's Go first on PATH)" ;;
-    esac
+    command -v go >/dev/null || die "no go on PATH: tools/install-go.sh prints one that can"
+    local v need var
+    v=$(GOTOOLCHAIN=local go env GOVERSION)
+    need=$("$repo/tools/install-go.sh" --need) # the highest go line of the peers' modules
+    [ "$(printf '%s\n' "${need#go}" "${v#go}" | sort -V | head -n1)" = "${need#go}" ] ||
+        die "$(command -v go) is $v: the peers need $need or later (tools/install-go.sh prints one)"
     [ "$(go env GOSUMDB)" != off ] || die "GOSUMDB=off: the peers are only built with the checksum database on"
     for var in GONOSUMDB GONOSUMCHECK GONOVERIFY GOINSECURE GOPRIVATE; do
         [ -z "$(go env "$var" 2>/dev/null)" ] || die "$var is set: no module may skip checksum verification"
@@ -122,14 +122,16 @@ main() {
     mkdir -p "$cache"
     exec 9>"$cache/.lock"
     flock 9
-    local line name w
+    local line name version w
     local -a seen=()
     while IFS= read -r line; do
         name=${line%%$'\t'*}
-        if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qxF "$name"; then
+        version=${line#*$'\t'}
+        version=${version%%$'\t'*}
+        if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qxF -e "$name" -e "$name-$version"; then
             continue
         fi
-        seen+=("$name")
+        seen+=("$name" "$name-$version")
         install_row "$line"
     done < <(rows)
     for w in "$@"; do

@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""render-matrix.py: docs/compatibility.md's runtime tables from the last matrix (.cache/e2e/).
+"""render-matrix.py: the matrix of record, and the pages rendered from it.
 
-    tools/render-matrix.py            print the table the matrix gives
-    tools/render-matrix.py --write    rewrite the page's tables (between its matrix markers)
-    tools/render-matrix.py --check    exit 1 with a diff when the page and the matrix differ
+    tools/render-matrix.py             print what the pages' tables would be (the packaged matrix)
+    tools/render-matrix.py --write     make the run's matrix (.cache/e2e/matrix.json) the file of
+                                       record (cni_delguard/ops/assess/matrix.json), then render
+                                       README.md's and docs/compatibility.md's tables from it
+    tools/render-matrix.py --render    only render the pages from the file of record
+    tools/render-matrix.py --check     exit 1 with a diff when a page is not the render of the
+                                       file of record
 
---matrix PATH reads another matrix file (default: DELGUARD_E2E_CACHE/matrix.json, else
-.cache/e2e/matrix.json). The e2e suites write the matrix (tests/support/matrix.py); the rendering
-is tests/support/matrix_readme.py, which tests/test_readme_matrix.py checks the page against.
+The e2e suites write the run's matrix (tests/support/matrix.py) under their checkout's commit and
+the UTC date; --write refuses a run whose rows come from several commits (or from no known one),
+and one that lacks rows the file of record has (--allow-fewer writes it all the same). The
+rendering is cni_delguard/ops/assess/render.py; tests/test_readme_matrix.py checks the pages.
 """
 
 from __future__ import annotations
@@ -16,34 +21,71 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
-from tests.support import matrix, matrix_readme
+from cni_delguard.ops.assess import matrix, render  # noqa: E402 (this checkout's package)
+from tests.support import matrix as run_matrix  # noqa: E402
+
+RECORD = REPO / render.RECORD
+
+
+def record(source: Path, allow_fewer: bool) -> str | None:
+    """Write the run's matrix as the file of record; why not, when it is refused."""
+    if not source.is_file():
+        return f"no matrix at {source}: run the e2e suites first"
+    run = run_matrix.load(source)
+    if not run.rows:
+        return f"{source} holds no row"
+    stamps = run_matrix.commits(run.commit)
+    if len(stamps) > 1 or matrix.UNKNOWN in stamps:
+        return (f"{source}: rows of commit(s) {run.commit}; the file of record is one run of one "
+                "commit (tools/test.sh starts from an empty matrix)")
+    old = matrix.loads(RECORD.read_text(encoding="utf-8")) if RECORD.is_file() else None
+    lost = sorted({(r.delegate, r.driver, r.runtime, r.version) for r in old.rows}
+                  - {(r.delegate, r.driver, r.runtime, r.version) for r in run.rows}
+                  ) if old else []
+    if lost and not allow_fewer:
+        return ("the run has no row for " + "; ".join(" ".join(k) for k in lost) +
+                " which the file of record has (--allow-fewer drops them)")
+    RECORD.write_text(run.dumps(), encoding="utf-8")
+    return None
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help="rewrite the page's tables")
-    mode.add_argument("--check", action="store_true", help="exit 1 when the page disagrees")
-    parser.add_argument("--matrix", type=Path, default=None, help="the matrix file")
+    mode.add_argument("--write", action="store_true",
+                      help="the run's matrix becomes the file of record; render the pages")
+    mode.add_argument("--render", action="store_true",
+                      help="render the pages from the file of record")
+    mode.add_argument("--check", action="store_true",
+                      help="exit 1 when a page is not the render of the file of record")
+    parser.add_argument("--matrix", type=Path, default=None,
+                        help="the run's matrix (default: DELGUARD_E2E_CACHE/matrix.json, else "
+                        ".cache/e2e/matrix.json)")
+    parser.add_argument("--allow-fewer", action="store_true",
+                        help="--write even when the run lacks rows the file of record has")
     args = parser.parse_args(argv)
-    source = args.matrix or matrix.path()
-    if not source.is_file():
-        sys.stderr.write(f"render-matrix: no matrix at {source}: run the e2e suites first\n")
-        return 2
-    rows = matrix.load(source)
-    readme = matrix_readme.readme_path()
-    text = readme.read_text(encoding="utf-8")
     if args.write:
-        readme.write_text(matrix_readme.rewritten(text, rows), encoding="utf-8")
-        return 0
-    if args.check:
-        changes = matrix_readme.diff(text, rows)
-        sys.stdout.write(changes)
-        return 1 if changes else 0
-    sys.stdout.write(matrix_readme.render(rows))
-    return 0
+        why = record(args.matrix or run_matrix.path(), args.allow_fewer)
+        if why:
+            sys.stderr.write(f"render-matrix: {why}\n")
+            return 2
+    packaged = matrix.loads(RECORD.read_text(encoding="utf-8"))
+    changed = 0
+    for target in render.TARGETS:
+        page = REPO / target.page
+        text = page.read_text(encoding="utf-8")
+        if args.write or args.render:
+            page.write_text(render.rewritten(text, target, packaged), encoding="utf-8")
+        elif args.check:
+            changes = render.diff(text, target, packaged)
+            sys.stdout.write(changes)
+            changed += bool(changes)
+        else:
+            sys.stdout.write(f"{target.page}:\n{render.render(target, packaged)}\n")
+    return 1 if changed else 0
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ cd "$repo"
 
 tools/install-test-deps.sh
 tools/install-e2e-deps.sh
+# A Go that can build the peers: the machine's, else bookworm-backports' and a pinned toolchain.
+go=$(tools/install-go.sh)
+PATH=$(dirname "$go"):$PATH
 # The real peers (multus, the runtimes, ...) of peers/pins.tsv, each built once and cached.
 tools/install-peers.sh
 # The installer image is built and run with Debian's buildah/podman (tools/build-image.sh).

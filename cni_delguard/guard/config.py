@@ -216,14 +216,24 @@ def load(conf: dict[str, Any], cni_path: str = "", *, dflt: Defaults | None = No
     return Settings(normalized)
 
 
-def check_paths(state_dir: str, log_file: str, cni_path: str) -> None:
-    """The path rule (paths.py), checked before anything is created under either path."""
+def check_paths(state_dir: str, log_file: str, cni_path: str, *, on_disk: bool = True) -> None:
+    """The path rule (paths.py), checked before anything is created under either path: code 7
+    outside the allowed places; with `on_disk`, the log's dir as far as it exists walked as the
+    log's write walks it (fsutil.walk: no link, each dir ours and not writable by others), code
+    5: a log refused there fails the command, never only its record. The state dir is walked by
+    every open of it (fsutil.open_dir), which fails ADD with code 5 and STATUS with 50."""
     from cni_delguard.guard import paths
 
     for kind, path in (("state", state_dir), ("log", log_file)):
         why = paths.refusal(kind, path, cni_path) if path else None
         if why is not None:
             raise errors.CniError(errors.INVALID_CONFIG, "invalid cni-delguard configuration", why)
+    if on_disk and log_file:
+        try:
+            fsutil.check_walk(os.path.dirname(log_file))
+        except fsutil.UnsafeDirError as exc:
+            raise errors.CniError(errors.IO_FAILURE, f"log dir {exc.path} is unusable: {exc.why}",
+                                  "the logFile's dir is refused (docs/configuration.md)") from None
 
 
 def _check_volatile(conf: dict[str, Any]) -> None:
@@ -253,6 +263,6 @@ def validate_plugin_conf(
     from cni_delguard.guard import models
 
     settings = Settings(models.validate(full, (dflt or Defaults()).conf()))
-    if cni_path is not None:
-        check_paths(settings.state_dir, settings.log_file, cni_path)
+    if cni_path is not None:  # the node's paths, not this process's: the rule only
+        check_paths(settings.state_dir, settings.log_file, cni_path, on_disk=False)
     return settings

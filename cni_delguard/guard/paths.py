@@ -8,21 +8,25 @@ a delegate's error text, so a log file where a shell or a loader reads files, su
 /etc/profile.d or /root, could run code). The cache dirs are only ever lstat()ed.
 
 The built-in prefixes hold nothing that runs or configures anything: /var/lib and /run (state
-only: the guard makes just directories and its own `.json`/`.lock` files below `stateDir`),
-/var/log (logs only), and the temp dirs, from which nothing on a node is read or run (the demo,
-the benchmarks and the tests keep their state there). The node's admin widens them
-with `cni-delguard.paths` beside the plugin in a CNI_PATH directory (root's, like the plugin
-itself): lines `state <dir>` or `log <dir>`, `#` comments. It is read only when a path falls
-outside the built-in prefixes, so the DEL skip path with default paths does not pay for it.
+only: the guard makes just directories and its own `.json`/`.lock` files below `stateDir`) and
+/var/log (logs only). The temp dirs are not among them (issue 38): any local user can make
+names there. The node's admin widens them with `cni-delguard.paths` beside the plugin in a
+CNI_PATH directory (root's, like the plugin itself): lines `state <dir>` or `log <dir>`, `#`
+comments (the demo, the benchmarks and the tests widen them to their temp dirs so). It is read
+only when a path falls outside the built-in prefixes, so the DEL skip path with default paths
+does not pay for it.
+
+A prefix is a string rule; what holds it to the disk is fsutil.walk, through which every
+directory the guard writes in is opened: no component a link, each one the guard's own and not
+writable by others (a sticky dir such as /tmp only above ours).
 """
 
 from __future__ import annotations
 
 import os
 
-# S108: these name allowed places, they are not temp files the guard makes.
-STATE_PREFIXES = ("/var/lib/", "/run/", "/tmp/", "/var/tmp/")  # noqa: S108
-LOG_PREFIXES = ("/var/log/", "/tmp/", "/var/tmp/")  # noqa: S108
+STATE_PREFIXES = ("/var/lib/", "/run/")
+LOG_PREFIXES = ("/var/log/",)
 SETTINGS_FILE = "cni-delguard.paths"
 _KINDS = {"state": STATE_PREFIXES, "log": LOG_PREFIXES}
 

@@ -191,13 +191,14 @@ def install_bundle(opts: Options, say: Say) -> bool:
     return True
 
 
-def repair(opts: Options, say: Say) -> bool:
+def repair(opts: Options, say: Say, expected: bundle.Entries | None = None) -> bool:
     """The watcher found the plugin broken: put the bundle back, or, with no bundle to install,
-    take the guard out of the conf: never leave a conf naming a plugin that is not there."""
+    take the guard out of the conf: never leave a conf naming a plugin that is not there.
+    `expected`: the image's manifest, what the installed version must be."""
     with hostlock.held(opts.state_dir, opts.lock_timeout):
         if record.uninstalled(opts.state_dir):
             return False
-        problem = bundle.check(opts.bin_dir)  # again, under the lock
+        problem = bundle.check(opts.bin_dir, deep=expected is not None, expected=expected)
         if not problem:
             return False  # repaired by another installer meanwhile
         say(f"the guard's plugin is broken: {problem}")

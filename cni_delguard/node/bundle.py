@@ -47,6 +47,10 @@ from cni_delguard.node import fsops
 from cni_delguard.node.errors import BundleRefusedError
 from cni_delguard.state import fsutil
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+
 LINK_NAME = "cni-delguard"
 PREFIX = ".cni-delguard-"
 MANIFEST = ".delguard-manifest.json"
@@ -114,8 +118,11 @@ def tree_digest(root: str) -> str:
     return digest_of(manifest(root))
 
 
-def verify(version_dir: str, deep: bool) -> str | None:
-    """None if `version_dir` holds exactly what its manifest lists, else what is wrong."""
+def verify(version_dir: str, deep: bool, expected: Entries | None = None) -> str | None:
+    """None if `version_dir` holds exactly what its manifest lists, else what is wrong. With
+    `expected` (the image's own entries, `image_entries`), the dir and its manifest must both be
+    exactly those: a manifest in the bin dir is only as trustworthy as whoever can write there, so
+    a version dir planted or changed together with its manifest is not this version (issue 38)."""
     try:
         raw = fsutil.read_regular(None, _j(version_dir, MANIFEST), _MAX_MANIFEST).data
         stored = json.loads(raw)["entries"]
@@ -124,8 +131,9 @@ def verify(version_dir: str, deep: bool) -> str | None:
         return f"{version_dir} or its manifest is missing"
     except (OSError, ValueError, KeyError, TypeError, BundleError) as exc:
         return f"{version_dir} is unreadable: {exc}"
-    if not isinstance(stored, dict):
-        return f"{version_dir}: its manifest is damaged"
+    if not isinstance(stored, dict) or (expected is not None and stored != expected):
+        damaged = "damaged" if expected is None else "not the image's"
+        return f"{version_dir}: its manifest is {damaged}"
     if not deep:
         stored = {k: [*v[:3], None] if v and v[0] == "f" else v for k, v in stored.items()}
     missing = sorted(set(stored) - set(found))
@@ -137,15 +145,16 @@ def verify(version_dir: str, deep: bool) -> str | None:
     return None
 
 
-def check(bin_dir: str, deep: bool = False) -> str | None:
-    """None if the bin dir's cni-delguard is our link into a complete version, else why not."""
+def check(bin_dir: str, deep: bool = False, expected: Entries | None = None) -> str | None:
+    """None if the bin dir's cni-delguard is our link into a complete version, else why not;
+    with `expected`, a version of exactly those entries (verify)."""
     link = _j(bin_dir, LINK_NAME)
     target = current_target(bin_dir)
     if target is None:
         return f"{link} is missing"
     version = _version_of(target)
     if version:
-        return verify(_j(bin_dir, version), deep)
+        return verify(_j(bin_dir, version), deep, expected)
     if os.path.isfile(link) and os.access(link, os.X_OK):
         return None  # put there by a package or by hand: `runs` is its test
     return f"{link} is neither our link into a {PREFIX}* version nor an executable"
@@ -188,8 +197,7 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
     They ask as the runtime would run it: with the node's root as / (a chroot into `root`), so
     the plugin meets the node's own loader, C library, /etc/ld.so.preload and `#!` interpreters,
     never those of the image this process runs from (a plugin that runs here may not run on the
-    node at all), and with the runtime's own environment where it can be read (its LD_PRELOAD,
-    say: runtime_environment). `path` is as seen from here, under `root`."""
+    node at all), with PROBE_ENVIRONMENT only. `path` is as seen from here, under `root`."""
     import subprocess
 
     on_node = node_path(root, path)
@@ -197,15 +205,7 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
         return None, f"{path} is not under the node's root {root}"
     where = "" if on_node == path else f" with {root} as /"
     try:
-        r = subprocess.run(
-            [on_node],
-            env={**runtime_environment(root), "CNI_COMMAND": "VERSION"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=_PROBE_TIMEOUT,
-            check=False,
-            preexec_fn=None if on_node == path else lambda: _enter(root),
-        )
+        r = run_on_node(path, [], root, dict(PROBE_ENVIRONMENT))
     except subprocess.TimeoutExpired:
         return None, f"{on_node} does not answer VERSION{where} within {_PROBE_TIMEOUT:.0f} s"
     except OSError as exc:
@@ -225,33 +225,40 @@ def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, st
     return versions, ""
 
 
-# The processes that exec CNI plugins, by their comm: a plugin inherits their environment.
-RUNTIMES = ("containerd", "crio")
-_MAX_ENVIRON = 256 * 1024
+def run_on_node(
+    path: str, args: list[str], root: str, env: dict[str, str], timeout: float = _PROBE_TIMEOUT
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `path` (as seen from here, under `root`) with `args`, as the node runs it: chrooted
+    into `root` (unless it is /), no shell, stdin empty, the environment `env` alone, output
+    captured, killed after `timeout` (subprocess.TimeoutExpired). OSError when it cannot be
+    executed; exit status 125 with "cannot chroot" on stderr when the root cannot be entered.
+    ValueError for a path not under the root."""
+    import subprocess
+
+    on_node = node_path(root, path)
+    if on_node is None:
+        raise ValueError(f"{path} is not under the node's root {root}")
+    return subprocess.run(
+        [on_node, *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+        preexec_fn=None if on_node == path else lambda: _enter(root),
+    )
 
 
-def runtime_environment(root: str = "/") -> dict[str, str]:
-    """The environment of the node's runtime (the lowest PID whose comm is in RUNTIMES), read
-    from the node's /proc (`root`/proc: the DaemonSet mounts the host's / at /host, its /proc
-    with it), so that a probe runs the plugin as the runtime will, LD_PRELOAD and all. {} when no
-    runtime is found or its environment cannot be read (no /proc, another PID namespace, a
-    process of another user)."""
-    proc = os.path.join(root, "proc")
-    try:
-        pids = sorted(int(n) for n in os.listdir(proc) if n.isdigit())
-    except OSError:
-        return {}
-    for pid in pids:
-        try:
-            comm = fsutil.read_regular(None, f"{proc}/{pid}/comm", 64).data.strip()
-            if comm.decode(errors="replace") not in RUNTIMES:
-                continue
-            raw = fsutil.read_regular(None, f"{proc}/{pid}/environ", _MAX_ENVIRON).data
-        except (OSError, ValueError):
-            continue
-        pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
-        return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
-    return {}
+# The probe's environment: CNI_COMMAND and nothing else, none of it read from /proc (issue 38).
+# It used to be the environment of the lowest PID whose comm was containerd or crio; the pod
+# cannot read the real runtime's (/proc/<pid>/environ needs CAP_SYS_PTRACE over a process with
+# more capabilities), so any process of that name that it could read won: one with LD_DEBUG=help
+# made every VERSION probe fail and the watcher unwrap the node, one with LD_DEBUG_OUTPUT made
+# each probe write a megabyte into a host dir. What a runtime's environment could change for the
+# frozen bundle, it does not: the launcher is static and sets the loader's variables aside, and
+# the bundle's loader is sealed (packaging/README.md); the node's /etc/ld.so.preload is still
+# met, through the chroot.
+PROBE_ENVIRONMENT = {"CNI_COMMAND": "VERSION"}
 
 
 def node_path(root: str, path: str) -> str | None:
@@ -304,10 +311,10 @@ def _one_line(data: bytes, limit: int = 300) -> str:
     return ""
 
 
-def usable(bin_dir: str, root: str = "/") -> str | None:
-    """The check before every wrap: our complete version (deep) or any plugin there, and it runs
-    on the node."""
-    problem = check(bin_dir, deep=True)
+def usable(bin_dir: str, root: str = "/", expected: Entries | None = None) -> str | None:
+    """The check before every wrap: our complete version (deep; with `expected`, exactly the
+    image's) or any plugin there, and it runs on the node."""
+    problem = check(bin_dir, deep=True, expected=expected)
     if problem and _version_of(current_target(bin_dir)):
         return problem  # ours and damaged: never trust it, even if it happens to run
     return runs(bin_dir, root)
@@ -331,19 +338,28 @@ def plan(bundle_dir: str, bin_dir: str) -> Plan:
         raise BundleError(f"no executable {LINK_NAME} in bundle dir {bundle_dir}")
     if not os.path.isdir(bin_dir):
         raise BundleError(f"bin dir {bin_dir} does not exist")
-    entries = manifest(bundle_dir)
+    entries = image_entries(bundle_dir)
     digest, current = digest_of(entries), current_target(bin_dir)
-    slot, intact = choose_slot(bin_dir, PREFIX + digest[:16], _version_of(current))
+    slot, intact = choose_slot(bin_dir, PREFIX + digest[:16], _version_of(current), entries)
     return Plan(bin_dir, bundle_dir, digest, entries, current, arch_of(bundle_dir), slot, intact)
 
 
-def choose_slot(bin_dir: str, base: str, live: str) -> tuple[str, bool]:
+def image_entries(bundle_dir: str) -> Entries:
+    """The manifest of the bundle this installer carries (its image's, deep): what every
+    version dir in the bin dir is compared with, never the bin dir's own manifest. A watcher
+    reads it once (the image does not change under a running pod)."""
+    return manifest(bundle_dir)
+
+
+def choose_slot(bin_dir: str, base: str, live: str, entries: Entries) -> tuple[str, bool]:
     """Where this version goes, and whether it is there intact already: the live slot when it
-    is intact (nothing to do), another intact copy (one kept from before: a rollback), else the
-    slot the link does not point at (a repair, or a first install)."""
+    holds exactly `entries` (nothing to do), another such copy (one kept from before: a
+    rollback), else the slot the link does not point at (a repair, or a first install). A slot
+    whose files or manifest differ from `entries` is never adopted, whatever its name says."""
     slots = sorted((base, base + SECOND_SLOT), key=lambda s: s != live)  # the live one first
     for slot in slots:
-        if os.path.isdir(_j(bin_dir, slot)) and verify(_j(bin_dir, slot), deep=True) is None:
+        path = _j(bin_dir, slot)
+        if os.path.isdir(path) and verify(path, deep=True, expected=entries) is None:
             return slot, True
     return (slots[1] if slots[0] == live else slots[0]), False
 

@@ -80,8 +80,12 @@ def build_parser(out: TextIO | None = None, err: TextIO | None = None) -> argpar
     return parser
 
 
-def register(sub: Any, metrics: Metrics | None = None) -> None:
-    """Add `install`, `uninstall` and `ready` to a parser's subcommands."""
+Assess = Callable[[str, str], str]  # (root, layout) -> a line saying what the guard fixes
+
+
+def register(sub: Any, metrics: Metrics | None = None, assess: Assess | None = None) -> None:
+    """Add `install`, `uninstall` and `ready` to a parser's subcommands. `assess`: what
+    `install --watch` logs at start (ops/assess, connected by the caller above both)."""
     inst = sub.add_parser(
         "install",
         help="copy the bundle into the bin dir and wrap the conf (--watch: and keep it wrapped)",
@@ -112,8 +116,10 @@ def register(sub: Any, metrics: Metrics | None = None) -> None:
         description="Exit 0 only while the conf the runtime uses names the guard and it runs.",
     )
     for p in (inst, uninst, probe):
-        _add_common(p)
-        p.set_defaults(run=run, metrics=metrics)
+        _add_where(p)
+        p.set_defaults(run=run, metrics=metrics, assess=assess)
+    for p in (inst, uninst):  # a probe changes nothing, waits for no lock and wraps nothing
+        _add_change(p)
     _add_install(inst, metrics)
     uninst.add_argument(
         "--hold", action="store_true", help="after uninstalling, stay running until SIGTERM"
@@ -123,7 +129,8 @@ def register(sub: Any, metrics: Metrics | None = None) -> None:
     )
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
+def _add_where(p: argparse.ArgumentParser) -> None:
+    """Where the node keeps what the command looks at (every one of the three)."""
     layouts.add_option(p)
     where.add(p, "bin_dir", "conf_dir")
     p.add_argument(
@@ -132,17 +139,21 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         help="conf file in the conf dir (default: the "
         "one the runtime uses, the first .conf/.conflist/.json by name)",
     )
-    p.add_argument(
-        "--wrap",
-        metavar="TYPE",
-        help="plugin type to wrap (default: detect multus thin or thick in the conf)",
-    )
     kept = "the installer keeps originals, its lock and the uninstall record in DIR/installer"
     where.add(
         p,
         "state_dir",
         "root",
         state_dir={"help": f"the guard's stateDir; {kept} (the layout's: {defaults.STATE_DIR})"},
+    )
+
+
+def _add_change(p: argparse.ArgumentParser) -> None:
+    """How a command that changes the node does it (install, uninstall)."""
+    p.add_argument(
+        "--wrap",
+        metavar="TYPE",
+        help="plugin type to wrap (default: detect multus thin or thick in the conf)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     p.add_argument(
@@ -166,7 +177,12 @@ def _add_install(p: argparse.ArgumentParser, metrics: Metrics | None) -> None:
         help="only patch the conf (refused unless a working cni-delguard is in the bin dir)",
     )
     p.add_argument("--log-file", metavar="PATH", help="the guard's logFile ('' disables)")
-    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    p.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        help="the guard's logLevel: debug, info, warning or error (default: leave the conf's "
+        "as it is; a new guard logs at info)",
+    )
     p.add_argument(
         "--mode",
         choices=("enforce", "observe"),
@@ -182,7 +198,13 @@ def _add_install(p: argparse.ArgumentParser, metrics: Metrics | None) -> None:
     )
     w = p.add_argument_group("long-running mode")
     w.add_argument("--watch", action="store_true", help="stay running and keep the node guarded")
-    w.add_argument("--watch-interval", type=float, default=1.0, metavar="SECONDS")
+    w.add_argument(
+        "--watch-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="look at the conf and the bin dir this often (%(default)g)",
+    )
     w.add_argument(
         "--max-repatches",
         type=int,
@@ -190,7 +212,13 @@ def _add_install(p: argparse.ArgumentParser, metrics: Metrics | None) -> None:
         metavar="N",
         help="re-wraps and repairs allowed per --repatch-window before backing off (%(default)s)",
     )
-    w.add_argument("--repatch-window", type=float, default=watch.Limits.window, metavar="SECONDS")
+    w.add_argument(
+        "--repatch-window",
+        type=float,
+        default=watch.Limits.window,
+        metavar="SECONDS",
+        help="the window --max-repatches counts in (%(default)g)",
+    )
     w.add_argument(
         "--uninstall-on-stop",
         action="store_true",
@@ -259,15 +287,15 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
         bin_dir=bin_dir,
         conf_dir=conf_dir,
         conf_file=args.conf_file,
-        wrap=args.wrap,
+        wrap=getattr(args, "wrap", None),
         state_dir=where.under(args.root, args.state_dir or layout.state_dir),
         layout=layout.name,
         source=source,
         log_file=layout.log_file,
         bundle_dir=bundle_dir,
         keys=keys,
-        dry_run=args.dry_run,
-        lock_timeout=args.lock_timeout,
+        dry_run=getattr(args, "dry_run", False),
+        lock_timeout=getattr(args, "lock_timeout", hostlock.DEFAULT_TIMEOUT),
     )
 
 
@@ -472,6 +500,8 @@ def _watch(args: argparse.Namespace, say: actions.Say) -> None:
         f"watching {opts.conf_dir} and {opts.bin_dir} "
         f"(layout {opts.layout}, dirs from the {opts.source}, every {limits.interval:g} s)"
     )
+    if args.assess is not None:
+        say(f"assess: {args.assess(args.root, opts.layout)}")
     _start(opts, say)
     metrics = None
     if args.metrics is not None:

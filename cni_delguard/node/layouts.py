@@ -52,17 +52,33 @@ class Layout:
     multus_cache_dirs: tuple[str, ...] = defaults.MULTUS_CACHE_DIRS
     state_dir: str = defaults.STATE_DIR
     log_file: str = defaults.LOG_FILE
+    # The host dirs of the runtime's config (runtimeconf.SOURCES reads files in them), which the
+    # DaemonSet mounts read-only: where the runtime really looks for the conf and the plugin.
+    # The first is mounted only when it is there (the distribution's own); a layout that names
+    # two (standard: containerd's or CRI-O's, a node has one) has both made if missing.
+    runtime_conf: tuple[str, ...] = ("/etc/containerd", "/etc/crio")
 
     def mounts(self) -> dict[str, str]:
         """The base DaemonSet's writable volumes (by name) and the host dir each is, on this
-        layout: the conf dir, the bin dir(s), the state dir's parent (the installer's lock and
-        the guard's state in it, and libcni's and multus's caches beside), the log's dir."""
+        layout: the conf dir, the bin dir (or the one dir that holds it: bin_mount), the state
+        dir itself (the installer's lock, records and the guard's markers; not /var/lib/cni,
+        where libcni's and the IPAM plugins' state is: issue 38), the log's dir (mounted
+        read-only: the watcher reads the guard's log)."""
         return {
             "cni-bin": self.bin_mount or self.bin_dirs[0],
             "cni-conf": self.conf_dir,
-            "cni-state": os.path.dirname(self.state_dir),
+            "cni-state": self.state_dir,
             "log": os.path.dirname(self.log_file),
         }
+
+    def read_only_mounts(self) -> dict[str, tuple[str, str]]:
+        """The DaemonSet's read-only hostPath volumes: name -> (host dir, hostPath type). Nothing
+        else of the host is mounted (issue 38: no host `/`); the frozen plugin needs nothing of
+        the node's userland to answer the probe (packaging/README.md)."""
+        made = len(self.runtime_conf) > 1
+        names = ["runtime-conf", *(f"runtime-conf-{i}" for i in range(2, 9))]
+        return {name: (path, "DirectoryOrCreate" if made else "Directory")
+                for name, path in zip(names, self.runtime_conf, strict=False)}
 
 
 LAYOUTS: tuple[Layout, ...] = (
@@ -76,40 +92,51 @@ LAYOUTS: tuple[Layout, ...] = (
     # writes the config, issue 6118), which data/current links to (an absolute link:
     # options.located follows it inside the node's root, on every poll of the watcher). The
     # DaemonSet mounts data/ for both.
+    # The DaemonSet mounts data/cni only (issue 38: not data/, every release's binaries,
+    # containerd's among them), so a release before October 2024 needs the installer run by hand.
     Layout(
         "k3s",
         "/var/lib/rancher/k3s/agent/etc/cni/net.d",
         ("/var/lib/rancher/k3s/data/cni", "/var/lib/rancher/k3s/data/current/bin"),
-        bin_mount="/var/lib/rancher/k3s/data",
+        bin_mount="/var/lib/rancher/k3s/data/cni",
+        runtime_conf=("/var/lib/rancher/k3s/agent/etc/containerd",),
     ),
     # RKE2 runs no embedded flannel (its CNI comes from charts), so k3s's template leaves the
     # cni section out and containerd keeps its defaults; /var/lib/rancher/rke2 is its data dir.
-    Layout("rke2", "/etc/cni/net.d", ("/opt/cni/bin",), sign="/var/lib/rancher/rke2"),
+    Layout("rke2", "/etc/cni/net.d", ("/opt/cni/bin",), sign="/var/lib/rancher/rke2",
+           runtime_conf=("/var/lib/rancher/rke2/agent/etc/containerd",)),
     # MicroK8s' containerd-template.toml: bin_dir ${SNAP_DATA}/opt/cni/bin, conf_dir
     # ${SNAP_DATA}/args/cni-network; run-containerd-with-args substitutes SNAP_DATA with the
     # revision's dir (/var/snap/microk8s/<revision>), which `current` links to: the watcher
     # follows `current` on every poll. The DaemonSet mounts the stable parent /var/snap/microk8s
     # (a hostPath through `current` is resolved once, by the kubelet, when the pod starts).
+    # The DaemonSet mounts the revision's bin dir, conf dir and args/ only (issue 38: not the
+    # snap's data, its certs and credentials among them): after `snap refresh microk8s` the pod
+    # is restarted to follow the new revision (docs/install.md).
     Layout(
         "microk8s",
         "/var/snap/microk8s/current/args/cni-network",
         ("/var/snap/microk8s/current/opt/cni/bin",),
-        bin_mount="/var/snap/microk8s",
+        bin_mount="/var/snap/microk8s/current/opt/cni/bin",
+        runtime_conf=("/var/snap/microk8s/current/args",),
     ),
     # OpenShift's cluster-network-operator (pkg/network/multus.go): SystemCNIConfDir
     # /etc/kubernetes/cni/net.d, CNIBinDir /var/lib/cni/bin; multus keeps its cache in
     # /var/lib/cni/multus (bindata/network/multus/multus.yaml, "cni cache dir").
-    Layout("openshift", "/etc/kubernetes/cni/net.d", ("/var/lib/cni/bin",)),
+    Layout("openshift", "/etc/kubernetes/cni/net.d", ("/var/lib/cni/bin",),
+           runtime_conf=("/etc/crio",)),
     # Talos: its CRI containerd (config /etc/cri/containerd.toml, constants.go) sets no CNI dirs,
     # so go-cni's DefaultNetDir and DefaultCNIDir apply (its kubelet has no --cni-conf-dir).
-    Layout("talos", "/etc/cni/net.d", ("/opt/cni/bin",), sign="/etc/cri/containerd.toml"),
+    Layout("talos", "/etc/cni/net.d", ("/opt/cni/bin",), sign="/etc/cri/containerd.toml",
+           runtime_conf=("/etc/cri",)),
 )
 BY_NAME = {layout.name: layout for layout in LAYOUTS}
 CHOICES = (AUTO, *BY_NAME)
 STANDARD = BY_NAME["standard"]
 
 # The fields a command may need from a layout (the ones `choose` compares).
-FIELDS = tuple(f.name for f in fields(Layout) if f.name not in ("name", "sign", "bin_mount"))
+FIELDS = tuple(f.name for f in fields(Layout)
+               if f.name not in ("name", "sign", "bin_mount", "runtime_conf"))
 _GUARD_KEYS = {
     "result_cache_dirs": ("resultCacheDirs", defaults.RESULT_CACHE_DIRS),
     "multus_cache_dirs": ("multusCacheDirs", defaults.MULTUS_CACHE_DIRS),

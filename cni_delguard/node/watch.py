@@ -162,18 +162,27 @@ class Budget:
 
 
 class BundleProbe:
-    """bundle.check, but only when bundle.signature changed or every `full_every` seconds."""
+    """bundle.check, but only when bundle.signature changed or every `full_every` seconds. With
+    `expected` (the image's manifest) every check compares against it, and the one every
+    `full_every` seconds reads every file's sha256 (about 0.1 s a minute): a version dir changed
+    together with its manifest, or a byte changed in place, is found and repaired (issue 38)."""
 
-    def __init__(self, bin_dir: str, clock: Callable[[], float], full_every: float = 60.0) -> None:
+    def __init__(self, bin_dir: str, clock: Callable[[], float], full_every: float = 60.0,
+                 expected: bundle.Entries | None = None) -> None:
         self.bin_dir, self.clock, self.full_every = bin_dir, clock, full_every
+        self.expected = expected
         self.seen: tuple[object, ...] | None = None
-        self.checked = 0.0
+        # The first deep check a full period after the start: the install just before the
+        # loop verified every file (a deep check at once doubled the start's hashing).
+        self.checked = clock()
 
     def problem(self) -> str | None:
         sig, now = bundle.signature(self.bin_dir), self.clock()
-        if sig == self.seen and now - self.checked < self.full_every:
+        due = now - self.checked >= self.full_every
+        if sig == self.seen and not due:
             return None
-        problem = bundle.check(self.bin_dir)
+        deep = due and self.expected is not None
+        problem = bundle.check(self.bin_dir, deep=deep, expected=self.expected)
         self.seen, self.checked = (None, 0.0) if problem else (sig, now)
         return problem
 
@@ -239,14 +248,16 @@ class _Dirs:
     """The node's dirs the loop works on and the probes of its bin dir, replaced together when
     the runtime's dirs move."""
 
-    def __init__(self, opts: actions.Options, clock: Callable[[], float]) -> None:
-        self.opts, self.clock = opts, clock
+    def __init__(self, opts: actions.Options, clock: Callable[[], float],
+                 expected: bundle.Entries | None) -> None:
+        self.opts, self.clock, self.expected = opts, clock, expected
         self.conf_opts = dataclasses.replace(opts, bundle_dir=None)  # re-wraps: no bundle copy
-        self.probe, self.runs = BundleProbe(opts.bin_dir, clock), RunsProbe(opts, clock)
+        self.probe = BundleProbe(opts.bin_dir, clock, expected=expected)
+        self.runs = RunsProbe(opts, clock)
         self.retry_at = 0.0  # after a failed repair: not before (each try reads the bundle)
 
     def repair(self, say: actions.Say) -> bool:
-        return actions.repair(self.opts, say)
+        return actions.repair(self.opts, say, self.expected)
 
 
 def run(
@@ -262,7 +273,9 @@ def run(
     """Watch until `stop` is set. `opts.bundle_dir` is what a broken bundle is repaired from;
     `resolve` gives the runtime's dirs again on each poll (None: they never move). Returns the
     node's dirs as last resolved (what an uninstall on stop works on)."""
-    budget, once, dirs = Budget(limits, clock), Once(say), _Dirs(opts, clock)
+    # The image's manifest, read once: what the installed version is compared with.
+    expected = bundle.image_entries(opts.bundle_dir) if opts.bundle_dir is not None else None
+    budget, once, dirs = Budget(limits, clock), Once(say), _Dirs(opts, clock, expected)
     counts = Counts() if counts is None else counts
     seen: Signature | None = None
     while not stop.is_set():
@@ -316,7 +329,7 @@ def _follow(
     opts = None if resolve is None else _moved(old.opts, resolve, say, once)
     if opts is None:
         return None
-    dirs = _Dirs(opts, clock)
+    dirs = _Dirs(opts, clock, old.expected)
     counts.moves += 1
     counts.where = opts
     if not record.uninstalled(opts.state_dir):

@@ -157,7 +157,15 @@ def register(sub: Any) -> None:
     which.add_argument("--pod", type=_pod, metavar="NS/NAME", help="every attachment of a pod")
     parser.add_argument("--ifname", type=_ifname, metavar="IF", help="only this interface")
     parser.add_argument("--network", type=_network, metavar="NET", help="only this network")
-    parser.add_argument("--reason", type=_reason, default=DEFAULT_REASON, metavar="TEXT")
+    parser.add_argument(
+        "--reason",
+        type=_reason,
+        default=DEFAULT_REASON,
+        metavar="TEXT",
+        help=f"why (one line, at most {store.MAX_REASON} printable characters): recorded with "
+        "your uid and the time in the release record beside each marker, and in the decision "
+        "log's `released` line of the DEL it lets succeed (default: %(default)r)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="show what would be released")
     options.add(parser, "root")
     layouts.add_option(parser)

@@ -37,7 +37,7 @@ MAX_SMALL = 64 * 1024
 class UnsafeDirError(errors.CniError):
     def __init__(self, path: str, why: str) -> None:
         super().__init__(errors.IO_FAILURE, f"state dir {path} is unusable: {why}")
-        self.why = why
+        self.path, self.why = path, why
 
 
 def sha256(data: bytes = b"") -> Hash:
@@ -71,14 +71,20 @@ def check_dir_fd(fd: int, path: str) -> None:
         raise UnsafeDirError(path, f"writable by group or others (mode {st.st_mode & 0o7777:o})")
 
 
-def _open_checked(name: str, path: str, dir_fd: int | None = None) -> int:
-    """Open a directory without following a final symlink, then check who may write it."""
+def _nofollow_dir(name: str, path: str, dir_fd: int | None) -> int:
+    """Open the directory `name` without following it if it is a symlink (UnsafeDirError for
+    a link or a non-directory, named `path`)."""
     try:
-        fd = os.open(name, _OPEN_DIR, dir_fd=dir_fd)
+        return os.open(name, _OPEN_DIR, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
             raise UnsafeDirError(path, "a symlink or not a directory") from None
         raise
+
+
+def _open_checked(name: str, path: str, dir_fd: int | None = None) -> int:
+    """Open a directory without following a final symlink, then check who may write it."""
+    fd = _nofollow_dir(name, path, dir_fd)
     try:
         check_dir_fd(fd, path)
     except BaseException:
@@ -88,35 +94,93 @@ def _open_checked(name: str, path: str, dir_fd: int | None = None) -> int:
 
 
 def open_dir(path: str, create: bool = False) -> int:
-    """Open `path` as a directory fd without following a final symlink; create it if asked."""
-    try:
-        return _open_checked(path, path)
-    except FileNotFoundError:
-        if not create:
-            raise
-    make_dirs(path, DIR_MODE)
-    return _open_checked(path, path)
+    """Open `path` as a directory fd, every component of it resolved without following a link
+    and checked (walk); create it (0700) and its missing parents (0755) if asked."""
+    return walk(path, create=create, mode=DIR_MODE)
 
 
 def make_dirs(path: str, mode: int, parent_mode: int = 0o755) -> None:
     """Create `path` (`mode`) and its missing parents (`parent_mode`), with the modes set
     explicitly: os.makedirs gives parents 0777 minus the umask, i.e. 0777 under umask 000.
-    Existing directories are left as they are (the caller checks what it will trust)."""
-    path = os.path.normpath(path)
-    parent = os.path.dirname(path)
-    if parent != path and not os.path.isdir(parent):
-        make_dirs(parent, parent_mode, parent_mode)
+    Existing directories are left as they are. Every component is walked as `walk` does (no
+    link followed, each directory ours and not writable by others)."""
+    os.close(walk(path, create=True, mode=mode, parent_mode=parent_mode))
+
+
+def check_walk(path: str) -> None:
+    """walk's checks of the components of `path` that exist, creating nothing (a path whose
+    tail is missing passes: a later walk makes it, checking again)."""
     try:
-        os.mkdir(path, mode)
-    except FileExistsError:
+        os.close(walk(path))
+    except FileNotFoundError:
         return
-    # fchmod on the dir opened without following a link: chmod(follow_symlinks=False) is
-    # fchmodat(AT_SYMLINK_NOFOLLOW), which glibc emulates through /proc (absent in some roots).
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+def walk(path: str, *, create: bool = False, mode: int = DIR_MODE, parent_mode: int = 0o755) -> int:
+    """The one safe way to a directory the guard writes in (issue 38): from `/`, one component
+    at a time through the parent's fd, never following a link (ELOOP/ENOTDIR: refused), each
+    directory owned by root or our euid and not writable by group or others, except a sticky
+    one (/tmp): there others may add names but not rename or remove ours, and the next component
+    must be ours. Missing components are made through the parent's fd when `create` is set
+    (`mode` for the last, `parent_mode` for the others, chmod'ed explicitly whatever the umask);
+    otherwise FileNotFoundError. UnsafeDirError names the first component refused.
+
+    A string prefix rule alone was walked around by a link above the last component: a config
+    whose `logFile` was /tmp/d/link/sub/x.sh, `link` pointing into /etc, made the guard (root)
+    create sub/x.sh in /etc. Why not openat2(RESOLVE_NO_SYMLINKS): it refuses links too, but
+    checks no owner or mode and creates nothing, so the walk would still be needed beside it, and
+    Python reaches it only through ctypes, whose import took 1.8 to 6 ms here (load 18) on every
+    exec of the plugin; the walk is a few openat and fstat calls of the os module."""
+    path = os.path.normpath(path)
+    if not path.startswith("/"):
+        raise UnsafeDirError(path, "not an absolute path")
+    names = [n for n in path.split("/") if n]
+    fd = os.open("/", _OPEN_DIR)
     try:
-        os.fchmod(fd, mode)
-    finally:
+        _check_step(fd, "/", last=not names)
+        for i, name in enumerate(names):
+            last = i == len(names) - 1
+            where = "/" + "/".join(names[: i + 1])
+            child = _step(fd, name, where, create, mode if last else parent_mode)
+            os.close(fd)
+            fd = child
+            _check_step(fd, where, last=last)
+    except UnsafeDirError as exc:
         os.close(fd)
+        if exc.path == path:
+            raise
+        raise UnsafeDirError(path, f"{exc.path} is {exc.why}") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _step(parent: int, name: str, where: str, create: bool, mode: int) -> int:
+    try:
+        return _nofollow_dir(name, where, parent)
+    except FileNotFoundError:
+        if not create:
+            raise
+    try:
+        os.mkdir(name, mode, dir_fd=parent)
+        made = True
+    except FileExistsError:  # another guard was first: checked as any existing dir
+        made = False
+    fd = _nofollow_dir(name, where, parent)
+    if made:
+        os.fchmod(fd, mode)
+    return fd
+
+
+def _check_step(fd: int, where: str, *, last: bool) -> None:
+    """A directory of a walk: root's or ours, and not writable by group or others; a sticky one
+    (others may add names, not move ours) only above the last component."""
+    st = os.fstat(fd)
+    if st.st_uid not in (0, os.geteuid()):
+        raise UnsafeDirError(where, f"owned by uid {st.st_uid}, not {os.geteuid()}")
+    if st.st_mode & 0o022 and (last or not st.st_mode & stat.S_ISVTX):
+        raise UnsafeDirError(where, f"writable by group or others (mode {st.st_mode & 0o7777:o})")
 
 
 def open_subdir(parent_fd: int, name: str, path: str, create: bool = True) -> int:

@@ -1,10 +1,11 @@
 """Fixtures for the CRI end-to-end tests: a fresh node per test and runtime row, torn down even on
 failure.
 
-Every test that takes `node` runs once per row of runtimes.RUNTIMES (its id names the row:
-containerd-1.6, containerd-2.1, ...). A row whose binaries are missing is skipped with the reason,
-and so is everything where no runtime can run (not root, no mount namespace); in CI (CI=true),
-where tools/test.sh installs and builds everything first, either is a failure instead.
+Every test that takes `node` runs once per row of runtimes.FULL (its id names the row:
+containerd-1.6, containerd-2.1, ...), the matrix also on the boundary rows (runtimes.BOUNDARY). A
+row whose binaries are missing is skipped with the reason, and so is everything where no runtime
+can run (not root, no mount namespace); in CI (CI=true), where tools/test.sh installs and builds
+everything first, either is a failure instead.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 
 from tests.e2e_cri import cri, matrix_chains, pause_image
 from tests.e2e_cri.node import Node
-from tests.e2e_cri.runtimes import RUNTIMES, Runtime
+from tests.e2e_cri.runtimes import FULL, RUNTIMES, Runtime
 from tests.support.chains import Chain
 from tests.support.fakes import install_fake
 from tests.support.guard import under_test
@@ -73,9 +74,10 @@ def e2e_ready() -> None:
         _skip_or_fail(reason)
 
 
-@pytest.fixture(params=RUNTIMES, ids=[r.key for r in RUNTIMES])
+@pytest.fixture(params=FULL, ids=[r.key for r in FULL])
 def runtime(request: pytest.FixtureRequest, e2e_ready: None) -> Runtime:
-    """One row of runtimes.RUNTIMES, known to be installed."""
+    """One row of runtimes.FULL (test_matrix.py parametrizes it with the boundary rows too),
+    known to be installed."""
     row: Runtime = request.param
     why = row.missing()
     if why is not None:

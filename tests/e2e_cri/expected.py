@@ -31,6 +31,14 @@ EXPECTED: dict[tuple[str, str], tuple[str, str]] = {
         "del-error-propagates": ("error-returned", "error-returned"),
     }).items()},
 }
+# Either side of containerd's CNIResult check (runtimes.BOUNDARY; matrix_chains.BOUNDARY: the
+# cases it decides): 1.7.22, the last 1.7 without it, deadlocks as 1.6.20 does; 1.6.38, a 1.6 with
+# it, removes a stale sandbox as 1.7.35 and 2.1.6 do: measured, as predicted from the source.
+BOUNDARY_FAKE = ("double-del", *STALE)
+EXPECTED |= {("containerd-1.7.22", s): o
+             for s, o in (STALE_DEADLOCKS | COMPLETED).items() if s in BOUNDARY_FAKE}
+EXPECTED |= {("containerd-1.6.38", s): o
+             for s, o in (STALE_REMOVED | COMPLETED).items() if s in BOUNDARY_FAKE}
 CONTAINERDS = ("containerd-1.6", "containerd-1.7", "containerd-2.1")
 # The real multus chains (tests/e2e_cri/matrix_chains.py: the scenarios each runs), behind which
 # kube-ovn's DEL succeeds whenever its config has `server_socket` (it holds state or not).
@@ -70,6 +78,11 @@ BY_CHAIN: dict[tuple[str, str, str], tuple[str, str]] = {
 # On 1.7.35 and 2.1.6 a sandbox without a CNI result is removed whatever its DEL does (above).
 BY_CHAIN |= {(runtime, "multus-thin-path", "reboot"): ("removed", "removed")
              for runtime in ("containerd-1.7", "containerd-2.1")}
+# And either side of the check: 1.7.22 as 1.6.20, 1.6.38 as 1.7.35.
+BY_CHAIN |= {
+    ("containerd-1.7.22", "multus-thin-path", "reboot"): ("stuck", "removed"),
+    ("containerd-1.6.38", "multus-thin-path", "reboot"): ("removed", "removed"),
+}
 # CRI-O marks the network torn down even when DEL fails: nothing through multus is stuck there.
 BY_CHAIN |= {
     ("cri-o-1.36", "multus-thin", "double-del"): ("removed", "removed"),

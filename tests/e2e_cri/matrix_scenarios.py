@@ -21,7 +21,7 @@ import grpc
 from tests.e2e_cri.cri import CriClient, PodSpec
 from tests.e2e_cri.node import Node
 from tests.e2e_cri.runtimes import Messages
-from tests.e2e_cri.scenario import Network, details, guard_state, rpc_error
+from tests.e2e_cri.scenario import Network, abandoned_run, details, guard_state, rpc_error
 from tests.support.chains import Behaviour, Chain
 from tests.support.guard import guard_argv
 from tests.support.waiting import wait_for
@@ -34,9 +34,6 @@ STALE_DEL = "server_socket is required in cni.conf"
 DEL_REFUSED = "DEL refused"
 ADD_REFUSED = "ADD refused"
 RETRIES = 2  # the kubelet retries Stop/Remove for ever; twice shows a failure is not transient
-# The kubelet's runtime request deadline (2 minutes), shortened; long enough for the ADD to start
-# under the other helpers' load, which is all the scenario needs.
-CLIENT_DEADLINE = 8
 HEALTHY = Behaviour()
 HANG_ADD = Behaviour(hang=("ADD",))
 RELEASE_REASON = "delegate lost its state for good; cleaned up by hand"
@@ -211,13 +208,10 @@ def add_fails(stage: Stage) -> str:
 def client_deadline(stage: Stage) -> str:
     """The client (the kubelet) gives up on RunPodSandbox while the delegate's ADD hangs."""
     stage.apply(HANG_ADD)
-    err = rpc_error(stage.client.run_pod, stage.pod, timeout=CLIENT_DEADLINE)
-    assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    stage.pod = abandoned_run(stage.client, stage.node, stage.pod,
+                              lambda: stage.chain.calls("ADD"),
+                              finish_bound=stage.node.runtime.abandoned_run_bound)
     abandoned = stage.first_add()
-    wait_for(lambda: stage.node.runtime.run_pod_finished(stage.node.log_text(), stage.pod.name,
-                                                         stage.pod.uid),
-             f"{stage.node.runtime.key} to finish the abandoned RunPodSandbox",
-             timeout=stage.node.runtime.abandoned_run_bound, every=0.5)
     stage.apply()
     return _stale_outcome(stage, abandoned)
 

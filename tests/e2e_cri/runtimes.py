@@ -214,6 +214,9 @@ class Runtime:
     # the client's deadline (server/sandbox_network.go: startTimeout), then tears it down.
     abandoned_run_bound: float = 120
     cancels_add: bool = True  # whether it kills the plugin when the client's deadline passes
+    # A row either side of containerd's CNIResult check (BOUNDARY below): it runs only the
+    # matrix's cases that check decides (matrix_chains.BOUNDARY), no other test.
+    boundary: bool = False
 
     def missing(self) -> str | None:
         """Why this runtime cannot run here, or None."""
@@ -418,5 +421,14 @@ RUNTIMES: tuple[Runtime, ...] = (
     Crio("cri-o-1.36", "cri-o", _peer("cri-o", "v1.36.3"), CRIO_CONF, CRIO_MESSAGES,
          "peers/pins.tsv", files=(("crio/policy.json", CRIO_POLICY),), needs_image=False,
          tools=("conmon", "podman"), abandoned_run_bound=5 * 60 + 120, cancels_add=False),
+    *(Runtime(f"containerd-{v.removeprefix('v')}", "containerd", _peer("containerd", v),
+              CONTAINERD_V2, CONTAINERD_MESSAGES, "peers/pins.tsv", boundary=True)
+      for v in ("v1.6.38", "v1.7.22")),
 )
+# containerd stopped running DEL for a sandbox whose ADD never completed (StopPodSandbox tears
+# the network down only `if sandbox.CNIResult != nil`) in 1.6.37, 1.7.23 and 2.0: v1.6.38 has
+# the check (pkg/cri/server/sandbox_stop.go:101), v1.7.22, the last 1.7 without it, has not
+# (pkg/cri/server/sandbox_stop.go:107 tears down unconditionally). Their rows above.
+BOUNDARY = tuple(r for r in RUNTIMES if r.boundary)
+FULL = tuple(r for r in RUNTIMES if not r.boundary)  # the rows every CRI test runs on
 BY_KEY = {r.key: r for r in RUNTIMES}

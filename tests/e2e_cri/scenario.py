@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +152,80 @@ def rpc_error(call: Any, *args: Any, **kwargs: Any) -> grpc.RpcError:
 
 def details(exc: grpc.RpcError) -> str:
     return str(exc.details())
+
+
+# A grpc-go server resets a stream whose deadline (the request's grpc-timeout) has passed with
+# RST_STREAM(CANCEL), and grpc-core reports a received CANCEL as this (see past_deadline).
+SERVER_DEADLINE_RESET = "Received RST_STREAM with error code 8"
+DEADLINE_SLACK = 0.05  # s: time.time() (the client's deadline) against time.monotonic()
+
+
+def not_by_deadline(code: grpc.StatusCode, text: str, elapsed: float,
+                    deadline: float) -> str | None:
+    """Why a call that failed after `elapsed` s did not end by its `deadline` (None: it did).
+
+    The client's own timer gives DEADLINE_EXCEEDED. A grpc-go server since v1.72.0 (grpc-go PR
+    8071; containerd 2.1.6's v1.72.2, CRI-O 1.36.3's v1.79.3; not the v1.59 of containerd 1.6.38
+    to 1.7.35) also arms a timer from the request's grpc-timeout and resets the stream with
+    RST_STREAM(CANCEL) when it fires (internal/transport/http2_server.go:603-610 at v1.72.2), as
+    gRPC's PROTOCOL-HTTP2 asks of servers, warning of this very race. The two fire within a
+    millisecond of each other, the server's never first (grpc-core rounds the timeout it sends
+    up); grpc-core maps a CANCEL it receives to DEADLINE_EXCEEDED only when its own millisecond
+    clock says the deadline has passed, else to CANCELLED "Stream removed (... error code 8)".
+    Measured with a grpc-go v1.72.2 server that never answers: 14 of 150 one-second calls
+    CANCELLED, at 1.0012 s, with client and server at nice -15 (as on an idle machine); none of
+    300 at load 21. A grpc-go client (the kubelet) maps the same late CANCEL to DeadlineExceeded
+    (http2_client.go handleRSTStream). Anything else, or either one before the deadline, is not
+    the deadline's doing."""
+    if elapsed < deadline - DEADLINE_SLACK:
+        return f"{code.name} after {elapsed:.3f} s, before the {deadline} s deadline: {text!r}"
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return None
+    if code == grpc.StatusCode.CANCELLED and SERVER_DEADLINE_RESET in text:
+        return None
+    return f"{code.name} after {elapsed:.3f} s is not the deadline's: {text!r}"
+
+
+# How long the client waits before it gives up on a RunPodSandbox whose ADD hangs (the kubelet
+# waits 4 minutes): 8 s lets the delegate's ADD start on a node at rest. Under load it may not
+# (measured once in 10 runs of test_stale_sandbox.py at load 35 to 50 on 2 cores: the runtime,
+# the frozen guard and the fake delegate each start a process first); that request was abandoned
+# before the ADD, so proves nothing, and it is made again as the kubelet would, as the pod's next
+# attempt, with twice the time.
+ABANDON_AFTER = (8, 16, 32)
+
+
+def abandoned_run(client: CriClient, node: Node, pod: PodSpec, added: Callable[[], object],
+                  finish_bound: float) -> PodSpec:
+    """RunPodSandbox of `pod`, given up by the client at its deadline while the delegate's ADD
+    hangs, until the delegate's ADD had started by then (`added`); waits for the runtime to finish
+    each abandoned request (within `finish_bound` s) and returns the attempt whose ADD started."""
+    for n, deadline in enumerate(ABANDON_AFTER):
+        tried = replace(pod, attempt=pod.attempt + n)
+        mark = len(node.log_text())
+        past_deadline(client.run_pod, tried, timeout=deadline)
+
+        def finished(since: int = mark, run: PodSpec = tried) -> bool:
+            return node.runtime.run_pod_finished(node.log_text()[since:], run.name, run.uid)
+
+        wait_for(finished, f"{node.runtime.key} to finish the abandoned RunPodSandbox",
+                 timeout=finish_bound, every=0.5)
+        if added():
+            return tried
+        print(f"[abandoned_run] {node.runtime.key}: no delegate ADD within {deadline} s "
+              f"(load {os.getloadavg()[0]:.0f}); the pod's next attempt")
+    raise AssertionError(f"no delegate ADD started before the client gave up ({ABANDON_AFTER} s)")
+
+
+def past_deadline(call: Any, *args: Any, timeout: float) -> grpc.RpcError:
+    """Run a CRI call that the client gives up on after `timeout` s; return its error, having
+    checked it was the deadline that ended it (not_by_deadline)."""
+    started = time.monotonic()
+    err = rpc_error(call, *args, timeout=timeout)
+    why = not_by_deadline(err.code(), f"{details(err)} | {err.debug_error_string()}",
+                          time.monotonic() - started, timeout)
+    assert why is None, why
+    return err
 
 
 def markers(node: Node, container: str) -> list[Path]:

@@ -37,6 +37,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar, Self
 
 from tests.e2e_cri import node as base
 from tests.e2e_cri.runtimes import Paths, Runtime
@@ -105,14 +106,15 @@ KERNEL_TUNABLES = {
 @dataclass
 class Node(base.Node):
     holder_starts: int = 0
+    prefix: ClassVar[str] = PREFIX  # of the node's temp dir and name (a suite's own)
 
     @classmethod
-    def create_for(cls, runtime: Runtime) -> Node:
+    def create_for(cls, runtime: Runtime) -> Self:
         # Short path: unix socket paths are limited to 108 bytes.
-        tmp = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/tmp"))
+        tmp = Path(tempfile.mkdtemp(prefix=cls.prefix, dir="/tmp"))
         node = cls(tmp=tmp, name=tmp.name.replace("_", "x"), runtime=runtime)
         for sub in ("run", "var-lib-cni", "cni/bin", "cni/net.d", "opt", "runc", "logs",
-                    "var-log", "var-lib-kubelet", "sysctl"):
+                    "var-log", "var-lib-kubelet", "sysctl", "etc-crio"):
             (tmp / sub).mkdir(parents=True)
         for i, value in enumerate(KERNEL_TUNABLES.values()):
             (tmp / "sysctl" / str(i)).write_text(value + "\n", encoding="ascii")
@@ -138,7 +140,10 @@ class Node(base.Node):
         pairs = [(self.run, "/run"), (self.cni_cache, "/var/lib/cni"),
                  (self.cni_conf, CNI_CONF), (self.cni_bin, CNI_BIN), (self.var_log, "/var/log"),
                  (self.tmp / "var-lib-kubelet", "/var/lib/kubelet"),
-                 (self.tmp / "runtime.conf", RUNTIME_CONFIG)]
+                 (self.tmp / "runtime.conf", RUNTIME_CONFIG),
+                 # The DaemonSet mounts CRI-O's config dir too (DirectoryOrCreate: a containerd
+                 # node gets an empty one): the node's own, so the kubelet never makes the host's.
+                 (self.tmp / "etc-crio", "/etc/crio")]
         pairs += [(self.tmp / "sysctl" / str(i), f"/proc/sys/{name}")
                   for i, name in enumerate(KERNEL_TUNABLES)]
         return pairs

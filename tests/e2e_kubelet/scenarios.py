@@ -250,6 +250,7 @@ def installer(site: Site, ev: Evidence) -> None:
     site.kubelet.put(INSTALLER, installer_pod.static_pod("watch", image,
                                                          wrap=site.fake.conf()["type"]))
     watcher = wait_ready_uid(site, INSTALLER, old=None)
+    ev.facts["seccomp"] = _installer_seccomp(site)
     ev.facts["probe"] = quote(site.kubelet.log_lines("Probe succeeded", 'probeType="Readiness"',
                                                      INSTALLER), 1)
     ev.facts["wrapped"] = '"type": "cni-delguard"' in conf.read_text()
@@ -271,6 +272,24 @@ def installer(site: Site, ev: Evidence) -> None:
 
 
 INSTALLER = "cni-delguard"  # the DaemonSet's name, the static pod's manifest
+
+
+def _installer_seccomp(site: Site) -> list[str]:
+    """The `Seccomp:` mode (0 none, 2 a filter) of each process of the watching installer in
+    this node's cgroups (its cgroup root is named after the node): what seccompProfile
+    RuntimeDefault gives it under this runtime."""
+    modes = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            cgroups = (entry / "cgroup").read_text()
+            status = (entry / "status").read_text()
+        except (OSError, ValueError):
+            continue
+        if b"install\0--watch\0" in cmdline and f"/{site.kubelet.node_name}/" in cgroups:
+            modes += [line.split()[1] for line in status.splitlines()
+                      if line.startswith("Seccomp:")]
+    return modes
 
 
 def wait_ready_uid(site: Site, name: str, old: str | None) -> str:

@@ -101,6 +101,8 @@ def test_installer(runs: dict[str, Future[Evidence]], spec: Run) -> None:
     deleted; the uninstall template restores the conf byte for byte, and the next pod is stuck
     again as without the guard."""
     ev = evidence(runs, spec)
+    # seccompProfile RuntimeDefault (issue 38): the installer runs under the runtime's filter.
+    assert ev.facts["seccomp"] and set(ev.facts["seccomp"]) == {"2"}, ev.facts
     assert ev.facts["probe"], "no successful readiness probe of the installer in the kubelet's log"
     assert ev.facts["wrapped"], ev.facts
     assert ev.facts["guard_saw_add"], "the pod created after the install did not go through it"

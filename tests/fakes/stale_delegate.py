@@ -16,6 +16,8 @@ whether, how often and with which stdin it was called. Knobs, all in its own plu
     failDel          CNI error code to return from DEL even when state exists (optional)
     hang             list of commands that sleep instead of answering, e.g. ["ADD"] (optional)
     hangSeconds      how long "hang" sleeps (default 3600)
+    hangWhile        with "hang": hang only while this file exists (a test heals the delegate
+                     by removing it, without rewriting a conf that an installer has wrapped)
     addHangAfterState  with "ADD" in hang: write the state file first, then hang
     delStdout        text printed on a successful DEL (to prove a wrapper passes it unchanged)
     cniDir           behave like multus's scratch cache (multus v4 CmdAdd saves its delegates
@@ -97,6 +99,8 @@ def main() -> int:
     version = str(conf.get("cniVersion", "0.3.0"))
     _record(conf, command, raw)
     hang = conf.get("hang") or []
+    if isinstance(conf.get("hangWhile"), str) and not os.path.exists(str(conf["hangWhile"])):
+        hang = []
     if command in hang and not (command == "ADD" and conf.get("addHangAfterState")):
         time.sleep(float(conf.get("hangSeconds", 3600)))
     if command == "ADD":

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -217,3 +219,72 @@ def test_a_version_that_does_not_run_never_replaces_one_that_does(tmp_path, bund
         bundle.apply(p)
     assert exec_guard(tmp_path / "bin").stdout == "v1"
     assert not (tmp_path / "bin" / p.version_name).exists()
+
+
+def plant(version_dir, text):
+    """What someone who can write the bin dir leaves: the version's own name, a changed file,
+    and a manifest that matches the changed tree (the bin dir's manifest then vouches for it)."""
+    (version_dir / "_internal" / "version").write_text(text)
+    entries = bundle.manifest(str(version_dir))
+    body = {"digest": bundle.digest_of(entries), "arch": None, "entries": entries}
+    (version_dir / bundle.MANIFEST).write_text(json.dumps(body, sort_keys=True))
+
+
+def test_a_planted_version_dir_is_never_adopted(tmp_path, bundles):
+    """Issue 38, item 6: a version dir is compared with the image's manifest, never with the
+    one beside it in the bin dir. Failed on 20ffe12: the planted copy, its manifest made to
+    match, was `up_to_date` and stayed linked."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    p = install(bundles["v1"], bin_dir)
+    plant(bin_dir / p.version_name, "xx")  # same size as "v1": only the sha256 tells
+    assert bundle.verify(str(bin_dir / p.version_name), deep=True) is None  # its own manifest
+    assert not bundle.plan(str(bundles["v1"]), str(bin_dir)).up_to_date
+    install(bundles["v1"], bin_dir)
+    assert exec_guard(bin_dir).stdout == "v1"
+    entries = bundle.image_entries(str(bundles["v1"]))
+    assert bundle.check(str(bin_dir), deep=True, expected=entries) is None
+
+
+def test_a_version_dir_planted_before_the_first_install_is_repaired(tmp_path, bundles):
+    """The same, planted under the version's name before any install: the slot is checked
+    against the image, so the install replaces the planted copy before linking it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    name = bundle.plan(str(bundles["v1"]), str(bin_dir)).version_name
+    planted = bin_dir / name
+    shutil.copytree(bundles["v1"], planted)
+    plant(planted, "xx")
+    assert not bundle.plan(str(bundles["v1"]), str(bin_dir)).slot_intact
+    install(bundles["v1"], bin_dir)
+    assert (planted / "_internal" / "version").read_text() == "v1"  # replaced, not adopted
+    assert exec_guard(bin_dir).stdout == "v1"
+    install(bundles["v2"], bin_dir)
+    install(bundles["v1"], bin_dir)  # a rollback never takes the planted copy back
+    assert exec_guard(bin_dir).stdout == "v1"
+    assert (bin_dir / bundle.LINK_NAME).resolve().parent.joinpath("_internal/version").read_text() \
+        == "v1"
+
+
+def test_the_watchers_probe_finds_a_tampered_version_and_repair_restores_it(tmp_path, bundles):
+    """The watcher's periodic check reads every file against the image's manifest: a byte
+    changed in place, with the manifest rewritten to match, is repaired (issue 38, item 6)."""
+    from cni_delguard.node import actions, watch
+
+    bin_dir, state = tmp_path / "bin", tmp_path / "state"
+    bin_dir.mkdir()
+    state.mkdir(mode=0o700)
+    p = install(bundles["v1"], bin_dir)
+    plant(bin_dir / p.version_name, "xx")
+    now = [1000.0]
+    expected = bundle.image_entries(str(bundles["v1"]))
+    probe = watch.BundleProbe(str(bin_dir), lambda: now[0], expected=expected)
+    problem = probe.problem()
+    assert problem is not None and "not the image's" in problem
+    assert watch.BundleProbe(str(bin_dir), lambda: now[0]).problem() is None  # main's check
+    opts = actions.Options(root="/", bin_dir=str(bin_dir), conf_dir=str(tmp_path / "net"),
+                           conf_file=None, wrap="multus", state_dir=str(state),
+                           bundle_dir=str(bundles["v1"]))
+    assert actions.repair(opts, lambda line: None, expected)
+    assert exec_guard(bin_dir).stdout == "v1"
+    assert bundle.check(str(bin_dir), deep=True, expected=expected) is None

@@ -25,6 +25,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from cni_delguard import __version__
 from cni_delguard.cli import build_parser
 from cni_delguard.monitoring import endpoint
 from cni_delguard.node import layouts
@@ -150,6 +151,7 @@ def test_lint_strict_is_clean(helm, values):
                      "at '/prometheus': additional properties 'podmonitor' not allowed",
                      id="key-misspelt"),
         pytest.param("image.digest=latest", "at '/image/digest'", id="digest-not-sha256"),
+        pytest.param("image.repository=a b", "at '/image/repository'", id="repository-spaced"),
         pytest.param("cni.hold=yes", "at '/cni/hold'", id="switch-not-boolean"),
     ],
 )
@@ -179,6 +181,30 @@ def test_the_schema_takes_each_good_value(helm, setting):
 def test_the_schema_enum_is_every_layout_and_auto():
     schema = json.loads((CHART / "values.schema.json").read_text())
     assert schema["properties"]["cni"]["properties"]["layout"]["enum"] == list(layouts.CHOICES)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param([], id="no-values"),
+        pytest.param(["--set", "image.tag=1.0.0"], id="a-tag-alone"),
+        pytest.param(["--set", "image.repository="], id="empty"),
+    ],
+)
+def test_a_render_without_an_image_fails_naming_the_value(helm, args):
+    """No public registry holds the image: a chart that rendered a default one would leave every
+    node pulling what is not there. Without image.repository the render fails, and says which
+    value to set and how."""
+    err = helm.refuses(*args, values=None)
+    assert "image.repository is not set" in err, err
+    assert "--set image.repository=REGISTRY/cni-delguard" in err, err
+
+
+def test_the_image_named_is_the_image_rendered(helm):
+    """The refusal above is the missing value's, not a chart that refuses every image."""
+    c = container(helm.render("--set", "image.repository=registry.example/net/cni-delguard",
+                              values=None))
+    assert c["image"] == f"registry.example/net/cni-delguard:{__version__}"
 
 
 def test_a_pod_monitor_without_the_endpoint_is_refused(helm):
@@ -366,3 +392,16 @@ def test_the_chart_version_is_the_projects():
 
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert chart["version"] == chart["appVersion"] == __version__
+
+
+def test_control_plane_nodes_are_an_explicit_choice(helm):
+    """Issue 38, item 3: `controlPlane` (default true, as the overlays) says whether the pods run
+    on control-plane nodes; false adds a DoesNotExist term on node-role.kubernetes.io/control-plane
+    to each of the affinity's nodeSelectorTerms, keeping the user's own expressions."""
+    off = {"key": "node-role.kubernetes.io/control-plane", "operator": "DoesNotExist"}
+    terms = [pod(by_kind(helm.render(*argv))["DaemonSet"])["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        for argv in ((), ("--set", "controlPlane=false"))]
+    assert all(off not in term["matchExpressions"] for term in terms[0])
+    assert [term["matchExpressions"] for term in terms[1]] == [
+        [*term["matchExpressions"], off] for term in terms[0]]

@@ -6,17 +6,23 @@ skipped with DELGUARD_UNDER_TEST=package, where there is no bundle to install.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.support import guard
 from tests.support.guard import HOST_ARCH
+from tests.support.mounts import umount
+from tests.support.noderoot import BUSYBOX, needs_root
+from tests.support.waiting import wait_for
 
 from .conftest import MULTUS_CONF
 
@@ -112,3 +118,82 @@ def test_a_state_dir_that_climbs_out_of_root_stays_under_it(node):
     r = frozen("uninstall", *node.args("--state-dir", "/../var/lib/cni/delguard"))
     assert r.returncode == 0, r.stderr
     assert path.read_text() == MULTUS_CONF
+
+
+@contextlib.contextmanager
+def impostor(node, tmp_path, environ):
+    """A real process named containerd (Debian's static busybox copied to that name: its comm is
+    the file's name; static, so the LD_* variables do nothing to it), PID 1 of a PID namespace of
+    its own whose /proc is mounted at the node's /proc: the one runtime the node root shows, so
+    any reader of the node's /proc finds it first. What any pod running as root can start."""
+    needs_root()
+    exe = tmp_path / "impostor" / "containerd"
+    exe.parent.mkdir()
+    shutil.copy2(BUSYBOX, exe)
+    # Only the impostor gets `environ` (a dynamically linked unshare would obey LD_DEBUG=help):
+    # a Python of a clean environment execs it with argv[0] `busybox`, so it runs `sleep`.
+    start = "import json, os, sys; os.execve(sys.argv[1], ['busybox', 'sleep', '600'], " \
+            "json.loads(sys.argv[2]))"
+    holder = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--kill-child", sys.executable, "-I", "-c", start,
+         str(exe), json.dumps(environ)],
+        env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, stdin=subprocess.DEVNULL)
+    proc = node.root / "proc"
+    mounted = False
+    try:
+        children = Path(f"/proc/{holder.pid}/task/{holder.pid}/children")
+        wait_for(lambda: children.read_text().split(), "the impostor started", 10.0)
+        (pid,) = children.read_text().split()
+        wait_for(lambda: Path(f"/proc/{pid}/comm").read_text() == "containerd\n",
+                 "the impostor exec'd", 10.0)
+        proc.mkdir(exist_ok=True)
+        subprocess.run(["nsenter", "--target", pid, "--pid", "--", "mount", "-t", "proc", "proc",
+                        str(proc)], check=True)
+        mounted = True
+        assert (proc / "1" / "comm").read_text() == "containerd\n"
+        assert b"LD_DEBUG=" in (proc / "1" / "environ").read_bytes()
+        yield
+    finally:
+        if mounted:
+            umount(proc)
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize(
+    "debug",
+    [
+        pytest.param({"LD_DEBUG": "help"}, id="help"),
+        pytest.param({"LD_DEBUG": "all", "LD_DEBUG_OUTPUT": "{out}/x", "LD_PROFILE": "libc.so.6",
+                      "LD_PROFILE_OUTPUT": "{out}"}, id="output"),
+    ],
+)
+def test_a_process_named_containerd_changes_nothing_the_installer_does(node, tmp_path, debug):
+    """Issue 38, item 2: the probe never takes the environment of a process it cannot prove is
+    the runtime; it takes none. On 20ffe12 the frozen installer read the impostor's environ from
+    the node's /proc: with LD_DEBUG=help every VERSION probe printed the loader's help and
+    failed (install refused to wrap, exit 5; ready exit 12; the watcher unwrapped), with
+    LD_DEBUG_OUTPUT each probe wrote the loader's trace into a host dir."""
+    out = node.root / "var" / "lib" / "cni" / "debug"
+    out.mkdir(parents=True)
+    environ = {k: v.format(out=out) for k, v in debug.items()}
+    path = node.write_conf("00-multus.conf", MULTUS_CONF)
+    with impostor(node, tmp_path, environ):
+        r = frozen("install", *node.args())
+        assert r.returncode == 0, r.stderr
+        assert json.loads(path.read_text())["type"] == "cni-delguard"
+        r = frozen("ready", *node.args())
+        assert r.returncode == 0, r.stdout + r.stderr
+        watcher = subprocess.Popen(
+            [guard.frozen_binary(), "install", *node.args("--watch", "--watch-interval", "0.05")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True)
+        try:
+            time.sleep(3)  # the watcher's first runs-on-node check is at its start
+            assert watcher.poll() is None
+            assert json.loads(path.read_text())["type"] == "cni-delguard"
+        finally:
+            watcher.terminate()
+            _, err = watcher.communicate(timeout=30)
+        assert "unwrapping" not in err, err
+    assert list(out.iterdir()) == []

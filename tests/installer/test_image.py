@@ -35,8 +35,13 @@ pytestmark = IMAGE_TESTS
 
 
 @pytest.fixture(scope="module")
-def images():
-    env = dict(os.environ, IMAGE=LIST)
+def sbom_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("sbom")
+
+
+@pytest.fixture(scope="module")
+def images(sbom_dir):
+    env = dict(os.environ, IMAGE=LIST, SBOM_DIR=str(sbom_dir))
     r = subprocess.run(
         ["bash", str(REPO / "tools" / "build-image.sh"), *ARCHES],
         env=env,
@@ -199,3 +204,35 @@ def test_two_containers_installing_at_once_leave_one_complete_bundle(image, node
     assert not [n for n in os.listdir(node.bin) if n.endswith(".tmp")]
     assert sum("wrapped 'multus'" in log for log in logs) == 1, logs
     assert bundle.check(str(node.bin), deep=True) is None
+
+
+def _pins() -> dict[str, str]:
+    """name -> version, from packaging/requirements.txt (the exact pins, by sha256)."""
+    pins = {}
+    for line in (REPO / "packaging" / "requirements.txt").read_text().splitlines():
+        if "==" in line and not line.startswith((" ", "#")):
+            name, version = line.split(" ")[0].split("==")
+            pins[name.lower().replace("_", "-")] = version
+    return pins
+
+
+def test_the_image_build_writes_an_sbom_of_each_arch(images, sbom_dir):
+    """Issue 38, item 4: tools/build-image.sh writes a CycloneDX SBOM per arch (CycloneDX's own
+    cyclonedx-bom, run in the build stage) naming every pinned distribution at its pinned
+    version, and the image carries the same file. On 20ffe12 the build wrote none."""
+    version = REPO.joinpath("pyproject.toml").read_text().split('version = "', 1)[1].split('"')[0]
+    pins = _pins()
+    for arch, image in images.items():
+        path = sbom_dir / f"cni-delguard-{version}-{arch}.cdx.json"
+        assert path.is_file(), sorted(os.listdir(sbom_dir))
+        bom = json.loads(path.read_text())
+        assert bom["bomFormat"] == "CycloneDX"
+        assert bom["metadata"]["component"]["name"] == "cni-delguard"
+        found = {c["name"].lower().replace("_", "-"): c["version"] for c in bom["components"]}
+        assert {name: found.get(name) for name in pins} == pins
+        ctr = podman("create", image).stdout.strip()
+        try:
+            inside = podman("cp", f"{ctr}:/usr/share/doc/cni-delguard/sbom.cdx.json", "-")
+        finally:
+            podman("rm", "--force", ctr)
+        assert inside.returncode == 0, inside.stderr

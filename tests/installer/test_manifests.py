@@ -25,8 +25,10 @@ OVERLAYS = sorted(p.name for p in (KUSTOMIZE / "overlays").iterdir())
 MANIFESTS = sorted(INSTALLER.glob("*.yaml")) + sorted(KUSTOMIZE.rglob("daemonset.yaml"))
 # The oldest Kubernetes still commonly run, and the newest schema the package ships.
 VERSIONS = ["1.28.0", kubernetes_validate.utils.latest_version()]
-HOST_PATHS = {"/opt/cni/bin", "/etc/cni/net.d", "/var/lib/cni", "/var/log/cni-delguard"}
-HOST_ROOT = "/"  # read-only: the plugin is run chrooted into it, as the runtime runs it
+# Written by the installer (the log's dir is read: the watcher reads the guard's log).
+HOST_PATHS = {"/opt/cni/bin", "/etc/cni/net.d", "/var/lib/cni/delguard", "/var/log/cni-delguard"}
+# Read-only: the runtime's config, where it really looks for the conf and plugins.
+RUNTIME_CONF = {"/etc/containerd", "/etc/crio"}
 ENTRY = "/usr/lib/cni-delguard/cni-delguard"
 
 
@@ -184,15 +186,38 @@ def test_the_selinux_component_goes_with_any_layouts_overlay(layout, tmp_path):
 def test_the_container_mounts_every_host_dir_under_its_root():
     spec = pod(load(INSTALLER / "daemonset.yaml"))
     volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
-    assert set(volumes.values()) == HOST_PATHS | {HOST_ROOT}
+    assert set(volumes.values()) == HOST_PATHS | RUNTIME_CONF
     (c,) = spec["containers"]
     root = cli_args(c).root
     mounts = {m["mountPath"]: m for m in c["volumeMounts"] if m["name"] in volumes}
     assert set(mounts) == {os.path.normpath(root + volumes[m["name"]]) for m in mounts.values()}
-    assert {root + p for p in HOST_PATHS} | {root} == set(mounts)
-    # the host's / read-only, the dirs the installer writes (and reads the log of) over it
-    assert mounts[root].get("readOnly") is True
-    assert all(not mounts[root + p].get("readOnly") for p in HOST_PATHS - {"/var/log/cni-delguard"})
+    assert {root + p for p in HOST_PATHS | RUNTIME_CONF} == set(mounts)
+    read_only = RUNTIME_CONF | {"/var/log/cni-delguard"}
+    assert all(mounts[root + p].get("readOnly") is True for p in read_only)
+    assert all(not mounts[root + p].get("readOnly") for p in HOST_PATHS - read_only)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_no_overlay_mounts_the_hosts_root_or_a_parent_of_what_it_writes(overlay):
+    """Issue 38, items 3 and 7: only the dirs the installer and the probe need are mounted,
+    never the host's / (on 20ffe12: / read-only at /host, beside hostNetwork and root), nor
+    /var/lib/cni (IPAM leases, libcni's cache), k3s's data/ or /var/snap/microk8s."""
+    spec = pod(render(overlay))
+    paths = {v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
+    wide = {"/", "/var", "/var/lib", "/var/lib/cni", "/etc", "/var/lib/rancher/k3s/data",
+            "/var/snap/microk8s", "/var/snap/microk8s/current", "/proc", "/run"}
+    assert not paths & wide, paths & wide
+    (c,) = spec["containers"]
+    root = cli_args(c).root
+    assert root not in {m["mountPath"] for m in c["volumeMounts"]}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_overlay_runs_under_the_runtimes_default_seccomp_filter(overlay):
+    """Issue 38, item 8: seccompProfile RuntimeDefault (none on 20ffe12: Unconfined, the
+    kubelet's default); measured on containerd 1.6.20 and 2.1.6 by tests/e2e_kubelet."""
+    (c,) = pod(render(overlay))["containers"]
+    assert c["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
 
 
 def test_the_container_may_chroot_into_the_host_to_run_the_plugin_there():
@@ -224,9 +249,9 @@ def volumes_of(doc: dict) -> dict[str, tuple[str, str]]:
 
 @pytest.mark.parametrize("layout", layouts.LAYOUTS, ids=lambda layout: layout.name)
 def test_each_layouts_overlay_mounts_the_layouts_paths_and_names_it(layout):
-    """One source of truth: the overlay's writable hostPaths are the layout table's row, each
-    mounted at the same path under the root the installer is given; the host's / stays
-    read-only and SYS_CHROOT stays; installer and probe both get `--layout NAME`."""
+    """One source of truth: the overlay's hostPaths are the layout table's row (its writable
+    mounts and its runtime's config, read-only), each mounted at the same path under the root
+    the installer is given; SYS_CHROOT stays; installer and probe both get `--layout NAME`."""
     doc = render(layout.name)
     (c,) = pod(doc)["containers"]
     args = cli_args(c)
@@ -235,12 +260,15 @@ def test_each_layouts_overlay_mounts_the_layouts_paths_and_names_it(layout):
     assert (args.command, args.watch, args.layout) == ("install", True, layout.name)
     assert (probe.command, probe.layout, probe.root) == ("ready", layout.name, args.root)
     found = volumes_of(doc)
-    assert found.pop("host-root") == (HOST_ROOT, args.root)
     expected = {name: (path, os.path.normpath(args.root + path))
                 for name, path in layout.mounts().items()}
+    expected |= {name: (path, os.path.normpath(args.root + path))
+                 for name, (path, _) in layout.read_only_mounts().items()}
     assert found == expected
-    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
-    assert mounts[args.root].get("readOnly") is True
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    assert all(mounts[name].get("readOnly") is True for name in layout.read_only_mounts())
+    types = {v["name"]: v["hostPath"]["type"] for v in pod(doc)["volumes"] if "hostPath" in v}
+    assert all(types[name] == kind for name, (_, kind) in layout.read_only_mounts().items())
     assert "SYS_CHROOT" in c["securityContext"]["capabilities"]["add"]
     assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
 
@@ -255,7 +283,7 @@ def test_the_default_overlay_finds_the_layout_and_mounts_the_standard_paths():
 
 
 def test_only_k3s_data_dir_is_never_created_on_a_node():
-    """hostPath DirectoryOrCreate would make k3s's data dir (or /var/snap/microk8s) on a node
+    """hostPath DirectoryOrCreate would make k3s's data/cni (or MicroK8s's bin dir) on a node
     that has none; those overlays mount it only when it is there."""
     for layout in layouts.LAYOUTS:
         types = {v["name"]: v["hostPath"]["type"] for v in pod(render(layout.name))["volumes"]
@@ -283,4 +311,5 @@ def test_the_openshift_scc_allows_exactly_what_its_pod_asks_for():
     assert set(scc["volumes"]) == {k for v in spec["volumes"] for k in v if k != "name"}
     assert scc["runAsUser"] == {"type": "RunAsAny"} and c["securityContext"]["runAsUser"] == 0
     assert c["securityContext"]["seLinuxOptions"] == {"type": "spc_t"}
+    assert scc["seccompProfiles"] == ["runtime/default"]
     kubernetes_validate.validate(account, VERSIONS[-1], strict=True)

@@ -77,10 +77,11 @@ def test_watch_patches_at_start_and_again_after_a_rewrite(node, bundles):
 
 def test_watch_waits_for_the_conf_to_appear(node, bundles):
     with Watcher(node, bundles["v1"]) as w:
-        time.sleep(0.1)
+        # The watcher's word that it waits, then the conf (a fixed sleep here lost the race
+        # under load: the watcher reads the image's manifest before its first poll).
+        wait_for(lambda: any("no .conf" in line for line in w.log), "the watcher waiting", 30.0)
         path = node.write_conf("00-multus.conf", MULTUS_CONF)
         wait_for(lambda: wrapped(path), "the conf wrapped", 5.0)
-    assert any("no .conf" in line for line in w.log)
 
 
 def test_watch_backs_off_from_a_writer_that_always_undoes_it(node, bundles):
@@ -98,11 +99,12 @@ def test_watch_backs_off_from_a_writer_that_always_undoes_it(node, bundles):
     fighter = threading.Thread(target=other_writer)
     with Watcher(node, bundles["v1"]) as w:
         fighter.start()
-        time.sleep(1.5)
+        # Until the watcher backs off (its next try is most of the 60 s window away), not a
+        # fixed 1.5 s: at load average 97 three re-wraps took longer than that.
+        wait_for(lambda: any("backing off" in line for line in w.log), "backing off", 60.0)
         stop_fight.set()
         fighter.join()
     assert w.patches() == FAST.max_repatches, w.log
-    assert any("backing off" in line for line in w.log)
 
 
 def test_watch_unchanged_conf_is_not_rewritten(node, bundles):
@@ -114,15 +116,15 @@ def test_watch_unchanged_conf_is_not_rewritten(node, bundles):
     assert (os.stat(path).st_ino, os.stat(path).st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
 
 
-def test_watch_command_stops_cleanly_on_sigterm(node, bundles, tmp_path):
+def watch_until_wrapped(node, bundles, tmp_path, *python: str) -> str:
+    """`install --watch` run by `python ARGS` until it has wrapped the conf, then SIGTERM; it
+    must exit 0. Its output (the container log)."""
     path = node.write_conf("00-multus.conf", MULTUS_CONF)
-    code = "import sys; from cni_delguard.node.cli import main; sys.exit(main(sys.argv[1:]))"
     args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--watch-interval", "0.05")
     log = tmp_path / "watch.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", code, "install", *args], stdout=out, stderr=subprocess.STDOUT
-        )
+        proc = subprocess.Popen([sys.executable, *python, "install", *args], stdout=out,
+                                stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: wrapped(path), "the conf wrapped", 60, detail=log.read_text)
         proc.send_signal(signal.SIGTERM)
@@ -130,7 +132,13 @@ def test_watch_command_stops_cleanly_on_sigterm(node, bundles, tmp_path):
     finally:
         proc.kill()
         proc.wait()
-    assert "watch: stopped" in log.read_text()  # the long-running mode logs to stdout
+    return log.read_text()
+
+
+def test_watch_command_stops_cleanly_on_sigterm(node, bundles, tmp_path):
+    code = "import sys; from cni_delguard.node.cli import main; sys.exit(main(sys.argv[1:]))"
+    log = watch_until_wrapped(node, bundles, tmp_path, "-c", code)
+    assert "watch: stopped" in log  # the long-running mode logs to stdout
     assert (node.bin / "cni-delguard").exists()
 
 
@@ -422,3 +430,17 @@ def test_watch_unwraps_when_the_new_bin_dir_cannot_take_the_bundle(node, bundles
     assert any("cannot install into" in line and "unwrapping" in line for line in w.log), w.log
     # said once while it kept failing (every poll would flood the pod's log)
     assert sum("cannot install into" in line for line in w.log) == 1, w.log
+
+
+def test_the_watcher_logs_what_assess_says_once_at_start(node, bundles, tmp_path):
+    """`install --watch` (the whole command line, as the DaemonSet runs it) says at start what
+    `cni-delguard assess` says of the node: one line, the same summary."""
+    from cni_delguard.ops import assess
+
+    node.write_conf("00-multus.conf", MULTUS_CONF)
+    said = assess.examine(str(node.root)).summary()
+    log = watch_until_wrapped(node, bundles, tmp_path, "-m", "cni_delguard")
+    lines = [line for line in log.splitlines() if " cni-delguard: assess: " in line]
+    assert len(lines) == 1, log
+    assert lines[0].endswith(f"cni-delguard: assess: {said}")
+    assert "multus thin, its network inline" in said

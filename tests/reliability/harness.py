@@ -23,6 +23,7 @@ from typing import Any
 from tests.support.confs import guard_conf, stale_delegate
 from tests.support.fakes import install_fake
 from tests.support.guard import install_guard
+from tests.support.paths import widen
 from tests.support.records import fake_calls, guard_log
 
 STATES = ("attempted", "completed", "deleting")
@@ -193,6 +194,7 @@ class Bench:
         install_fake(self.bin_dir)
         install_fake(self.bin_dir, "gated", "gated_delegate.py")
         install_fake(self.bin_dir, "broken", "broken_delegate.py")
+        widen(self.bin_dir)  # the bench keeps state and logs under the temp dir
 
     # -- paths ---------------------------------------------------------------------------------
     @property

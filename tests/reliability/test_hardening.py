@@ -172,6 +172,77 @@ def test_paths_outside_the_allowed_places_are_refused(bench: Bench, key: str) ->
         assert not place.exists(), "the guard created something outside the allowed places"
 
 
+@pytest.fixture
+def etc_dir() -> Iterator[Path]:
+    """/etc/profile.d as the session sees it, with a fresh tmpfs over it for the test: what a
+    guard writes there through a link (the fault this guards against) lands in the tmpfs of the
+    session's private mount namespace (tests/support/hostdefaults.py), never on the host."""
+    from tests.support import hostdefaults
+
+    isolated = str(hostdefaults._Host.isolated)
+    if not isolated.startswith("private"):
+        pytest.skip(f"the session is not in a private mount namespace: {isolated}")
+    target = Path("/etc/profile.d")
+    if not target.is_dir():
+        pytest.skip("no /etc/profile.d on this machine")
+    mounts.mount("-t", "tmpfs", "-o", "mode=0755,size=1m", "delguard-etc", str(target))
+    try:
+        yield target
+    finally:
+        mounts.umount(target)
+
+
+def _reach_etc_through_a_link(bench: Bench, etc: Path, owner: str) -> Path:
+    """A dir under the temp dir (widened for the bench, as an admin widens it) holding `link`,
+    a symlink into /etc: made by root, or by a local user (uid 65534) in a dir of their own."""
+    place = bench.root / "tmp-of-a-user"
+    place.mkdir(mode=0o755)
+    (place / "link").symlink_to(etc)
+    if owner == "user":
+        os.chown(place / "link", 65534, 65534, follow_symlinks=False)
+        os.chown(place, 65534, 65534)
+    return place / "link"
+
+
+NAD_PATHS = {
+    "logFile": lambda link: {"logFile": str(link / "sub" / "x.sh")},
+    "stateDir": lambda link: {"stateDir": str(link / "state")},
+}
+
+
+@pytest.mark.parametrize("owner", ["root", "user"])
+@pytest.mark.parametrize("key", list(NAD_PATHS))
+def test_a_nad_config_reaching_etc_through_a_link_creates_nothing_there(
+    bench: Bench, etc_dir: Path, key: str, owner: str
+) -> None:
+    """Issue 38, item 1: every component of `logFile` and `stateDir` is walked without following
+    a link (fsutil.walk). On 20ffe12 an ADD with `logFile` <tmp>/link/sub/x.sh, `link` pointing
+    at a dir under /etc, made the guard create sub/ and x.sh there, and `stateDir` through such a
+    link got state/networks/<name>; the DEL of the logFile case did the same. Now ADD fails (code
+    5) before anything is made and DEL succeeds, its record in the default log saying what was
+    refused."""
+    link = _reach_etc_through_a_link(bench, etc_dir, owner)
+    conf = bench.conf(**NAD_PATHS[key](link))
+    add = bench.run("ADD", conf)
+    no_traceback(add)
+    assert add.rc == 1, add.describe()
+    assert add.error()["code"] == IO_FAILURE, add.describe()
+    assert "symlink" in add.describe() or "owned by uid 65534" in add.describe(), add.describe()
+    assert os.listdir(etc_dir) == [], "the guard created something in /etc through a link"
+    assert bench.records() == []  # refused before the delegate
+    default_log = Path("/var/log/cni-delguard/delguard.log")  # the session's tmpfs
+    before = default_log.read_bytes() if default_log.exists() else b""
+    delete = bench.run("DEL", conf)
+    no_traceback(delete)
+    assert (delete.rc, delete.stdout) == (0, b""), delete.describe()
+    assert os.listdir(etc_dir) == [], "the guard created something in /etc through a link"
+    if key == "logFile":  # the DEL's record went to the default place, saying why
+        added = default_log.read_bytes()[len(before):].decode().splitlines()
+        [record] = [json.loads(line) for line in added if '"c1"' in line]
+        assert record["decision"] == "skip"
+        assert record["logFileRefused"]["logFile"] == str(link / "sub" / "x.sh")
+
+
 def test_the_admin_widens_the_allowed_places(bench: Bench) -> None:
     """cni-delguard.paths beside the plugin (root's, not writable by others) adds places."""
     with outside_place() as place:

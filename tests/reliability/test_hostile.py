@@ -16,6 +16,7 @@ import pytest
 
 from tests.reliability.harness import Bench, Run, tree
 from tests.reliability.procs import wait_dead
+from tests.support.paths import widened_dir
 
 OK = 0
 INCOMPATIBLE, INVALID_ENV, IO, DECODING, INVALID_CONFIG, TRY_AGAIN = 1, 4, 5, 6, 7, 11
@@ -82,7 +83,9 @@ ENVIRONMENT = [
     case("add-missing-everything", "ADD", INVALID_ENV,
          env={"CNI_CONTAINERID": None, "CNI_NETNS": None, "CNI_IFNAME": None, "CNI_PATH": None}),
     case("del-missing-path", "DEL", INVALID_ENV, env={"CNI_PATH": None}),
-    case("add-path-nowhere", "ADD", NOT_FOUND, env={"CNI_PATH": "/nonexistent:relative"}),
+    # The last dir holds only the settings file that lets the bench's state be under the temp dir.
+    case("add-path-nowhere", "ADD", NOT_FOUND,
+         env={"CNI_PATH": f"/nonexistent:relative:{widened_dir()}"}),
     case("del-path-nowhere", "DEL", OK, env={"CNI_PATH": "/nonexistent"}),
 ]
 

@@ -75,7 +75,12 @@ def frozen_or_skip_for(arch: str) -> Path:
 
 
 def install_guard(bin_dir: Path, name: str = "cni-delguard") -> Path:
-    """Make bin_dir/name run the guard under test; return that path."""
+    """Make bin_dir/name run the guard under test; return that path. Beside it, the admin's
+    settings file that allows state and logs under the temp dir, where the tests keep them
+    (tests/support/paths.py)."""
+    from tests.support.paths import widen
+
+    widen(bin_dir)
     target = bin_dir / name
     if under_test() == "frozen":
         target.symlink_to(frozen_binary())

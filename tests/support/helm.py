@@ -25,6 +25,9 @@ HELMS = [peer for peer in peers.all_peers() if peer.name == "helm"]
 # The namespace the kustomize tree names; the chart takes the release's.
 NAMESPACE = "kube-system"
 RELEASE = "cni-delguard"
+# The chart's defaults and the one value it has none for (image.repository): what a render
+# without a values file of its own takes. `values=None` renders the bare defaults.
+DEFAULTS = CHART / "ci" / "watch-values.yaml"
 
 
 @dataclass(frozen=True)
@@ -58,19 +61,24 @@ class Helm:
         self,
         *args: str,
         chart: Path | str = CHART,
-        values: Path | None = None,
+        values: Path | None = DEFAULTS,
         namespace: str = NAMESPACE,
     ) -> list[dict]:
-        """`helm template` of the chart (a directory or a packaged .tgz) with a values file and
-        more arguments (--set ...): its objects, in the order helm prints them."""
+        """`helm template` of the chart (a directory or a packaged .tgz) with a values file
+        (DEFAULTS unless given) and more arguments (--set ...): its objects, in the order helm
+        prints them."""
         argv = ["template", RELEASE, str(chart), "--namespace", namespace, *args]
         if values is not None:
             argv += ["--values", str(values)]
         return [d for d in yaml.safe_load_all(_rendered(self, tuple(argv))) if d is not None]
 
-    def refuses(self, *args: str, chart: Path | str = CHART) -> str:
-        """`helm template` with ARGS fails: its stderr."""
-        r = self.run("template", RELEASE, str(chart), "--namespace", NAMESPACE, *args)
+    def refuses(
+        self, *args: str, chart: Path | str = CHART, values: Path | None = DEFAULTS
+    ) -> str:
+        """`helm template` with ARGS (and a values file, DEFAULTS unless given) fails: its
+        stderr."""
+        more = ["--values", str(values)] if values is not None else []
+        r = self.run("template", RELEASE, str(chart), "--namespace", NAMESPACE, *args, *more)
         assert r.returncode != 0, f"helm {self.version} rendered {args}:\n{r.stdout[:2000]}"
         return r.stderr
 

@@ -1,50 +1,42 @@
-"""The matrix: what each runtime did in each scenario, without and with the guard.
+"""The run's matrix: the e2e suites record what each runtime did in each scenario.
 
-Every end-to-end scenario records one row when it ends: which runtime (and its version, as the
-binary reports it), which delegate chain, which driver (CRI calls written by the test, or a real
-kubelet), the scenario, whether the guard was in front, the outcome and how long it took. Rows go
-into .cache/e2e/matrix.json (DELGUARD_E2E_CACHE moves the dir), one per key, a later run's row
-replacing an earlier one's; README's per-runtime table is rendered from that file, and a test
-fails when they disagree. The vocabularies are closed: a row outside them is refused here, not
-written.
+Every end-to-end scenario records one row when it ends (cni_delguard/ops/assess/matrix.py: the
+row, its closed vocabularies, the file's shape). Rows go into .cache/e2e/matrix.json
+(DELGUARD_E2E_CACHE moves the dir), one per key, a later run's row replacing an earlier one's,
+under the commit of this checkout (`git rev-parse HEAD`, "+dirty" when `git status` shows any
+change) and the UTC date. Rows recorded under another commit are kept and the file then says
+both commits ("A + B"): `tools/render-matrix.py --write`, which makes such a run the file of
+record (cni_delguard/ops/assess/matrix.json) that README and docs/compatibility.md render,
+refuses a file of several commits (tools/test.sh starts every run from an empty matrix).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
+import functools
 import os
+import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from cni_delguard.ops.assess.matrix import (  # noqa: F401 - the suites' vocabulary, from here
+    DELEGATES,
+    DRIVERS,
+    OUTCOMES,
+    RUNTIMES,
+    SCENARIOS,
+    UNKNOWN,
+    Matrix,
+    MatrixError,
+    Row,
+    loads,
+)
 
-RUNTIMES = ("containerd", "cri-o")
-# multus-thin: kube-ovn inline in multus thin's `delegates`; multus-thin-path: the same conflist
-# named by its path in `clusterNetwork` (tests/support/multus.py Thin)
-DELEGATES = ("fake-stateful", "multus-thin", "multus-thin-path", "multus-thick")
-DRIVERS = ("cri", "kubelet")
-SCENARIOS = (
-    "double-del",  # a pod deleted normally; the delegate forgets its state after a good DEL
-    "kill-mid-add",  # the runtime killed while ADD runs
-    "reboot",  # the node rebooted while ADD ran: netns and /run gone
-    "add-fails",  # the delegate's ADD fails at once
-    "client-deadline",  # the client (kubelet) gives up while ADD hangs
-    "completed-del-fails",  # a completed ADD whose DEL keeps failing
-    "release",  # the same, then `cni-delguard release`
-    "del-error-propagates",  # a normal pod whose delegate's DEL error must come back
-    "installer",  # the DaemonSet's pod template run by the kubelet: a pod created after the
-    # install, deleted (guard true), and one created after the uninstall overlay (guard false)
-)
-OUTCOMES = (
-    "removed",  # the stale sandbox is gone (and its pod can start again)
-    "stuck",  # it cannot be removed: the deadlock
-    "error-returned",  # the delegate's DEL error reached the runtime, as it must
-    "released",  # removed after an operator's release
-)
+REPO = Path(__file__).resolve().parents[2]
+SEVERAL = " + "  # between the commits of a file whose rows come from more than one
 
 
 def path() -> Path:
@@ -52,40 +44,35 @@ def path() -> Path:
     return cache / "matrix.json"
 
 
-@dataclass(frozen=True)
-class Row:
-    runtime: str
-    version: str
-    delegate: str
-    scenario: str
-    guard: bool
-    outcome: str
-    seconds: float
-    driver: str = "cri"
-
-    def __post_init__(self) -> None:
-        for name, allowed in (("runtime", RUNTIMES), ("delegate", DELEGATES),
-                              ("driver", DRIVERS), ("scenario", SCENARIOS),
-                              ("outcome", OUTCOMES)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"matrix: {name} {getattr(self, name)!r} is not one of {allowed}")
-        if not self.version or not isinstance(self.guard, bool) or self.seconds < 0:
-            raise ValueError(f"matrix: bad row {self}")
-
-    @property
-    def key(self) -> tuple[str, str, str, str, str, bool]:
-        return (self.runtime, self.version, self.delegate, self.driver, self.scenario, self.guard)
-
-
-def load(where: Path | None = None) -> list[Row]:
-    """The rows of the last matrix (none when there is no file yet)."""
+@functools.cache
+def commit() -> str:
+    """This checkout's commit, "+dirty" when its tree has changes (tracked or untracked files
+    git does not ignore); "unknown" without git (a source tarball). Once per process: a file
+    edited while the suites run does not split one run in two."""
     try:
-        data = json.loads((where or path()).read_text(encoding="utf-8"))
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=60, check=True).stdout.strip()
+        status = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain"],
+                                capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return UNKNOWN
+    return head + ("+dirty" if status.strip() else "")
+
+
+def today() -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime())
+
+
+def commits(stamp: str) -> list[str]:
+    return stamp.split(SEVERAL)
+
+
+def load(where: Path | None = None) -> Matrix:
+    """The last matrix (no rows, commit and date unknown, when there is no file yet)."""
+    try:
+        return loads((where or path()).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return []
-    if not isinstance(data, list):
-        raise TypeError("matrix.json: not a list")
-    return [Row(**item) for item in data]
+        return Matrix(UNKNOWN, UNKNOWN, ())
 
 
 @contextlib.contextmanager
@@ -96,15 +83,22 @@ def _locked(target: Path) -> Iterator[None]:
         yield
 
 
+def stamped(old: Matrix, rows: tuple[Row, ...], now: str, date: str) -> Matrix:
+    """The file after a record: `now`'s commit joined to the old file's when they differ (and
+    the old file held rows), the date of this record."""
+    known = commits(old.commit) if old.rows else []
+    return Matrix(SEVERAL.join(dict.fromkeys([*known, now])), date, rows)
+
+
 def record(row: Row, where: Path | None = None) -> None:
     """Put row into the matrix, replacing the row of the same key; atomic, serialized."""
     target = where or path()
     with _locked(target):
-        rows = {r.key: r for r in load(target)}
+        old = load(target)
+        rows = {r.key: r for r in old.rows}
         rows[row.key] = row
-        ordered = sorted(rows.values(), key=lambda r: r.key)
+        new = stamped(old, tuple(rows.values()), commit(), today())
         fd, tmp = tempfile.mkstemp(prefix=".matrix-", dir=target.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump([asdict(r) for r in ordered], out, indent=1)
-            out.write("\n")
+            out.write(new.dumps())
         os.replace(tmp, target)

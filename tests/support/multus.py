@@ -34,7 +34,8 @@ conf.go, pkg/k8sclient/k8sclient.go, pkg/server/api/shim.go) and shown by tests/
 Everything a chain makes lives under its work dir; the daemon runs in the node's mount namespace
 (`enter`: the argv prefix that enters it, e.g. tests/support/nodens.NodeNS.enter), where
 /var/lib/cni/multus is the node's and its service account files are written under the node's
-/run. The API server is tests/support/kubeapi.py; the end delegate tests/fakes/kube_ovn.py.
+/run. The API server is tests/support/kubeapi.py unless a chain is given another (`api`: the real
+one of tests/e2e_cluster, an ApiServer); the end delegate tests/fakes/kube_ovn.py.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ import sys
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tests.support import peers
 from tests.support.chains import Behaviour, Pod
@@ -139,6 +140,18 @@ class KubeOvn:
             path.unlink()
 
 
+class ApiServer(Protocol):
+    """What the chains ask of an API server: kubeapi.py's KubeAPI, or a real one."""
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def kubeconfig(self, path: Path) -> Path: ...
+    def service_account(self, directory: Path) -> dict[str, str]: ...
+    def put_pod(self, namespace: str, name: str, uid: str, node: str,
+                annotations: dict[str, str] | None = None) -> None: ...
+    def delete_pod(self, namespace: str, name: str) -> bool: ...
+
+
 @dataclass
 class _Base:
     """What both chains share: the API, the end delegate, pods."""
@@ -146,7 +159,7 @@ class _Base:
     enter: tuple[str, ...] = ()
     node: str = NODE
     cni_version: str = CNI_VERSION  # multus's conf takes kube-ovn's, so the runtime's conflist too
-    api: KubeAPI | None = None
+    api: ApiServer | None = None  # None: the chain starts kubeapi.py's and stops it
     kube_ovn: KubeOvn | None = None
     work: Path | None = None
 
@@ -156,7 +169,8 @@ class _Base:
         self.kube_ovn = KubeOvn(work / "kube-ovn")
         self.kube_ovn.install(bin_dir)
         self.kube_ovn.write_conflist(work / "net.d")
-        self.api = KubeAPI(work / "api")
+        if self.api is None:
+            self.api = KubeAPI(work / "api")
         self.api.start()
 
     @property

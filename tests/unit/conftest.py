@@ -12,6 +12,7 @@ from cni_delguard import cli
 from cni_delguard.guard import config
 from tests.support.confs import guard_conf, stale_delegate
 from tests.support.fakes import install_fake
+from tests.support.paths import widen
 from tests.support.records import fake_calls, guard_log
 
 
@@ -34,6 +35,7 @@ class Node:
         for d in (self.bin, self.results, self.multus):
             d.mkdir()
         install_fake(self.bin)
+        widen(self.bin)
         self.default_root = root / "defaults"
         self.defaults = config.Defaults(
             state_dir=str(self.default_root / "state"),

@@ -10,6 +10,9 @@ import pytest
 from cni_delguard.cni import errors
 from cni_delguard.guard import config, defaults, models
 from tests.support.confs import guard_conf
+from tests.support.paths import widened_dir
+
+WIDE = widened_dir()
 
 
 def _conf(tmp_path, **extra):
@@ -92,7 +95,8 @@ def test_peek_reads_what_is_well_formed():
 
 
 def test_defaults_are_filled_in(tmp_path):
-    s = config.load(_conf(tmp_path))  # no defaults given: the documented ones (README.md)
+    # no defaults given: the documented ones (README.md)
+    s = config.load(_conf(tmp_path), cni_path=WIDE)
     assert s.network == "net1" and s.delegate_type == "bridge"
     assert s.timeouts == {"add": 180.0, "del": 60.0, "check": 60.0, "gc": 120.0, "status": 10.0}
     assert s.result_cache_dirs == ("/var/lib/cni/results",)
@@ -105,8 +109,9 @@ def test_the_defaults_given_are_the_ones_filled_in(tmp_path):
     """Two sets of defaults in one process, one config, one state dir: each load gets its own
     (none is fixed in the model at import, and the stored verdict is keyed by them too)."""
     conf = _conf(tmp_path, timeouts={"del": 5})
-    first = config.load(conf, dflt=_defaults(tmp_path / "a", timeouts={"add": 7}, lock_timeout=2))
-    second = config.load(conf, dflt=_defaults(tmp_path / "b", log_level="error"))
+    first = config.load(conf, WIDE, dflt=_defaults(tmp_path / "a", timeouts={"add": 7},
+                                                   lock_timeout=2))
+    second = config.load(conf, dflt=_defaults(tmp_path / "b", log_level="error"), cni_path=WIDE)
     assert first.log_file == str(tmp_path / "a" / "d.log")
     assert first.result_cache_dirs == (str(tmp_path / "a" / "d-results"),)
     assert first.timeouts == dict(defaults.TIMEOUTS, add=7.0, **{"del": 5.0})
@@ -120,13 +125,13 @@ def test_the_defaults_given_are_the_ones_filled_in(tmp_path):
     again = _defaults(tmp_path / "a", timeouts={"add": 7}, lock_timeout=2)
     same = _defaults(tmp_path / "a", timeouts={"add": 7}, lock_timeout=2)
     assert config.digest(conf, dflt=again) == config.digest(conf, dflt=same)
-    assert config.load(conf, dflt=again).log_file == first.log_file
+    assert config.load(conf, WIDE, dflt=again).log_file == first.log_file
     assert len(os.listdir(tmp_path / "state" / "verdicts")) == 2
 
 
 def test_a_config_without_state_dir_keeps_its_verdict_in_the_default_one(tmp_path):
     conf = {k: v for k, v in _conf(tmp_path).items() if k != "stateDir"}
-    s = config.load(conf, dflt=_defaults(tmp_path))
+    s = config.load(conf, dflt=_defaults(tmp_path), cni_path=WIDE)
     assert s.state_dir == str(tmp_path / "d-state")
     assert os.listdir(tmp_path / "d-state" / "verdicts") == [
         config.digest(conf, dflt=_defaults(tmp_path)) + ".json"
@@ -151,14 +156,14 @@ def test_a_config_without_state_dir_keeps_its_verdict_in_the_default_one(tmp_pat
 )
 def test_invalid_configs_are_code_7_with_the_field_named(tmp_path, extra, where):
     with pytest.raises(errors.CniError) as exc:
-        config.load(_conf(tmp_path, **extra))
+        config.load(_conf(tmp_path, **extra), cni_path=WIDE)
     assert exc.value.code == errors.INVALID_CONFIG
     assert where in exc.value.details
 
 
 def test_a_verdict_is_stored_and_trusted_by_later_execs(tmp_path, monkeypatch):
     conf = _conf(tmp_path, timeouts={"del": 5})
-    first = config.load(conf)
+    first = config.load(conf, cni_path=WIDE)
     verdicts = os.listdir(tmp_path / "state" / "verdicts")
     assert verdicts == [config.digest(conf) + ".json"]
 
@@ -167,26 +172,27 @@ def test_a_verdict_is_stored_and_trusted_by_later_execs(tmp_path, monkeypatch):
 
     monkeypatch.setattr(models, "validate", no_pydantic)
     # The per-call keys do not change the digest...
-    again = config.load(dict(conf, runtimeConfig={"portMappings": []}, prevResult={"ips": []}))
+    again = config.load(dict(conf, runtimeConfig={"portMappings": []}, prevResult={"ips": []}),
+                        WIDE)
     assert again.timeouts == first.timeouts == dict(first.timeouts, **{"del": 5.0})
     # ...but any other change does.
     with pytest.raises(AssertionError, match="validated again"):
-        config.load(dict(conf, lockTimeout=3))
+        config.load(dict(conf, lockTimeout=3), cni_path=WIDE)
 
 
 def test_per_call_keys_are_still_checked_with_a_stored_verdict(tmp_path):
     conf = _conf(tmp_path)
-    config.load(conf)
+    config.load(conf, cni_path=WIDE)
     for bad in ({"runtimeConfig": []}, {"prevResult": "x"}):
         with pytest.raises(errors.CniError) as exc:
-            config.load(dict(conf, **bad))
+            config.load(dict(conf, **bad), cni_path=WIDE)
         assert exc.value.code == errors.INVALID_CONFIG
 
 
 def test_an_unreadable_state_dir_only_costs_the_cache(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    s = config.load(_conf(tmp_path, stateDir=str(blocker / "state")))
+    s = config.load(_conf(tmp_path, stateDir=str(blocker / "state")), cni_path=WIDE)
     assert s.network == "net1"
 
 

@@ -213,6 +213,36 @@ def test_unwrapped_conf_missing_plugins_and_unsafe_state_dir(tmp_path):
     assert any("writable by group or others" in f["message"] for f in report["findings"])
 
 
+def test_a_delegate_linked_by_its_absolute_path_is_found_under_the_root(node):
+    """/opt/cni/bin/multus -> /usr/lib/cni/multus, as the node has it: from a pod that sees the
+    node at --root, the link's target is under the root, not in the pod's own /."""
+    real = node.root / "usr/lib/cni"
+    real.mkdir(parents=True)
+    (node.bin / "multus").rename(real / "multus")
+    (node.bin / "multus").symlink_to("/usr/lib/cni/multus")
+    code, report = node.doctor()
+    assert (code, problems(report)) == (0, []), report
+    (real / "multus").unlink()
+    code, report = node.doctor()
+    assert (code, problems(report)) == (1, [("plugins", "multus")])
+
+
+def test_a_delegate_linked_out_of_the_pods_mounts_is_not_called_missing(node):
+    """The installer's pod mounts the node's CNI dirs alone: /opt/cni/bin/bridge ->
+    /usr/lib/cni/bridge (Debian's package) points at a dir the pod does not have. doctor says it
+    cannot see it from there (info, exit 0), not that every ADD will fail (seen on a cluster:
+    `kubectl exec ... doctor --root /host` exited 1 on a healthy node)."""
+    (node.bin / "multus").unlink()
+    (node.bin / "multus").symlink_to("/usr/lib/cni/multus")
+    code, report = node.doctor()
+    assert (code, problems(report)) == (0, []), report
+    (said,) = [f for f in report["findings"] if "/usr/lib/cni/multus" in f["message"]]
+    assert said["severity"] == "info" and "check it on the node" in said["message"]
+    (node.root / "usr/lib/cni").mkdir(parents=True)  # the dir is there: the plugin is missing
+    code, report = node.doctor()
+    assert (code, problems(report)) == (1, [("plugins", "multus")])
+
+
 def test_a_guard_that_does_not_run_and_a_conf_that_is_not_json(tmp_path):
     node = FakeNode(tmp_path / "node")
     guard = node.bin / "cni-delguard"

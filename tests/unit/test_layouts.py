@@ -52,12 +52,17 @@ def test_rows_that_share_a_conf_dir_are_told_apart_by_a_sign():
 
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
 def test_every_path_a_row_gives_is_one_the_daemonset_mounts(layout):
-    """conf dir, every bin dir candidate, the state dir and the log's dir are each under one
-    of the row's writable mounts (what its overlay's hostPaths must be: test_manifests.py)."""
+    """conf dir, the newest bin dir candidate, the state dir and the log's dir are each under
+    one of the row's writable mounts (what its overlay's hostPaths must be: test_manifests.py).
+    An older candidate is not: k3s's data/current/bin (before October 2024) sits beside the
+    release's other binaries, which the DaemonSet no longer mounts (docs/install.md)."""
     mounts = list(layout.mounts().values())
-    paths = [layout.conf_dir, *layout.bin_dirs, layout.state_dir, os.path.dirname(layout.log_file)]
+    paths = [layout.conf_dir, layout.bin_dirs[0], layout.state_dir,
+             os.path.dirname(layout.log_file)]
     for path in paths:
         assert any(path == m or path.startswith(m + "/") for m in mounts), (path, mounts)
+    for older in layout.bin_dirs[1:]:
+        assert not any(older == m or older.startswith(m + "/") for m in mounts), (older, mounts)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)

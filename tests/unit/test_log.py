@@ -7,11 +7,14 @@ import os
 import stat
 
 from cni_delguard.guard import log
+from tests.support.paths import widened_dir
+
+WIDE = widened_dir()
 
 
 def test_lines_are_json_with_the_fields(tmp_path):
     path = tmp_path / "d" / "delguard.log"
-    logger = log.Logger(str(path), "info")
+    logger = log.Logger(str(path), "info", WIDE)
     logger.event("info", command="DEL", decision="skip")
     logger.event("debug", command="DEL", decision="hidden")
     [line] = path.read_text().splitlines()
@@ -24,7 +27,7 @@ def test_lines_are_json_with_the_fields(tmp_path):
 def test_rotation_keeps_one_previous_generation(tmp_path, monkeypatch):
     monkeypatch.setattr(log, "MAX_BYTES", 200)
     path = tmp_path / "delguard.log"
-    logger = log.Logger(str(path), "info")
+    logger = log.Logger(str(path), "info", WIDE)
     for i in range(10):
         logger.event("info", n=i, pad="x" * 50)
     logger.event("info", n=10)
@@ -43,7 +46,7 @@ def test_an_unwritable_log_goes_to_stderr_not_stdout(tmp_path, capsys):
     target = tmp_path / "target"
     target.write_text("")
     os.symlink(target, tmp_path / "link.log")
-    log.Logger(str(tmp_path / "link.log"), "info").event("info", x=1)
+    log.Logger(str(tmp_path / "link.log"), "info", WIDE).event("info", x=1)
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "cannot write log" in captured.err

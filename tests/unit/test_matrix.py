@@ -1,7 +1,10 @@
-"""tests/support/matrix.py: closed vocabularies, one row per key, atomic rewrite."""
+"""tests/support/matrix.py: the run's matrix, one row per key, atomic rewrite, stamped with the
+checkout's commit and the date; a file of the older shape (a bare list) is read too."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,34 +20,54 @@ def _row(**changes: object) -> matrix.Row:
     return matrix.Row(**base)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(
-    "changes",
-    [
-        pytest.param({"runtime": "docker"}, id="runtime"),
-        pytest.param({"scenario": "double_del"}, id="scenario"),
-        pytest.param({"outcome": "ok"}, id="outcome"),
-        pytest.param({"driver": "crictl"}, id="driver"),
-        pytest.param({"delegate": "multus"}, id="delegate"),
-        pytest.param({"version": ""}, id="no-version"),
-        pytest.param({"guard": 1}, id="guard-not-bool"),
-        pytest.param({"seconds": -1.0}, id="negative-seconds"),
-    ],
-)
-def test_refuses_rows_outside_the_vocabulary(changes: dict[str, object]) -> None:
-    with pytest.raises(ValueError, match="matrix"):
-        _row(**changes)
-
-
 def test_a_later_row_replaces_the_one_of_its_key(tmp_path: Path) -> None:
     where = tmp_path / "e2e" / "matrix.json"
     matrix.record(_row(outcome="stuck", guard=False), where)
     matrix.record(_row(), where)
-    matrix.record(_row(outcome="removed", seconds=2.0), where)
-    rows = matrix.load(where)
-    assert [(r.guard, r.outcome, r.seconds) for r in rows] == [(False, "stuck", 1.5),
-                                                               (True, "removed", 2.0)]
+    matrix.record(_row(outcome="removed", seconds=2.0, kept=1), where)
+    rows = matrix.load(where).rows
+    assert [(r.guard, r.outcome, r.seconds, r.kept) for r in rows] == [
+        (False, "stuck", 1.5, None), (True, "removed", 2.0, 1)]
     assert sorted(p.name for p in where.parent.iterdir()) == ["matrix.json", "matrix.json.lock"]
 
 
+def test_the_file_names_this_checkouts_commit_and_todays_date(tmp_path: Path) -> None:
+    where = tmp_path / "matrix.json"
+    matrix.record(_row(), where)
+    data = json.loads(where.read_text())
+    assert set(data) == {"commit", "date", "rows"}
+    head = subprocess.run(["git", "-C", str(matrix.REPO), "rev-parse", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert data["commit"] in (head, head + "+dirty")
+    assert data["date"] == matrix.today()
+
+
+@pytest.mark.parametrize(
+    ("old", "now", "expected"),
+    [
+        pytest.param(("a", True), "a", "a", id="same-commit"),
+        pytest.param(("a", True), "b", "a + b", id="another-commit"),
+        pytest.param(("a + b", True), "b", "a + b", id="already-both"),
+        pytest.param(("a", False), "b", "b", id="old-file-empty"),
+        pytest.param((matrix.UNKNOWN, True), "b", "unknown + b", id="old-shape-with-rows"),
+    ],
+)
+def test_rows_of_another_commit_are_kept_and_said(old: tuple[str, bool], now: str,
+                                                  expected: str) -> None:
+    stamp, has_rows = old
+    rows = (_row(),) if has_rows else ()
+    new = matrix.stamped(matrix.Matrix(stamp, "2026-01-01", rows), rows, now, "2026-01-02")
+    assert (new.commit, new.date) == (expected, "2026-01-02")
+
+
+def test_a_list_shaped_file_is_read_and_rewritten_in_the_new_shape(tmp_path: Path) -> None:
+    where = tmp_path / "matrix.json"
+    where.write_text(json.dumps([_row(guard=False, outcome="stuck").as_dict()]))
+    assert len(matrix.load(where).rows) == 1
+    matrix.record(_row(), where)
+    data = json.loads(where.read_text())
+    assert len(data["rows"]) == 2 and data["commit"].startswith("unknown + ")
+
+
 def test_no_file_is_an_empty_matrix(tmp_path: Path) -> None:
-    assert matrix.load(tmp_path / "matrix.json") == []
+    assert matrix.load(tmp_path / "matrix.json").rows == ()

@@ -14,6 +14,7 @@ from cni_delguard.cni import skel
 from cni_delguard.commands.context import Context
 from cni_delguard.guard.log import Logger
 from cni_delguard.state import store
+from tests.support.paths import widened_dir
 
 UID = "6f1c0a52-3b9e-4d1f-9a57-0c2b8e4d7a10"
 # What containerd 1.6-2.x passes (pkg/cri/server/sandbox_run.go), in its order.
@@ -76,6 +77,8 @@ FULL = {"namespace": "kube-system", "name": "coredns-5d78c9869d-x7k2p", "uid": U
 def test_pod_identity(args, expected):
     assert skel.pod_identity(args) == expected
 
+WIDE = widened_dir()
+
 
 def test_parse_env_keeps_cni_args_for_the_context():
     env = {"CNI_COMMAND": "DEL", "CNI_CONTAINERID": "c1", "CNI_IFNAME": "eth0",
@@ -86,7 +89,7 @@ def test_parse_env_keeps_cni_args_for_the_context():
 def _context(args, log):
     inv = skel.Invocation("DEL", "c1", "", "eth0", "/opt/cni/bin", args)
     ctx = Context(inv, {})
-    ctx.log = Logger(str(log), "info")
+    ctx.log = Logger(str(log), "info", WIDE)
     return ctx
 
 

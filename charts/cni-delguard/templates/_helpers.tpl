@@ -33,12 +33,14 @@ own and the extra ones passed. Call with (dict "top" $ "file" NAME "labels" MAP 
 {{/* The root the container sees the host's / at (the installer's and the probe's --root). */}}
 {{- define "cni-delguard.root" -}}/host{{- end }}
 
-{{/* repository:tag, or repository@digest. */}}
+{{/* repository:tag, or repository@digest. The repository has no default: the image is the one
+the user built and pushed (tools/build-image.sh), and a render without it fails here, by name. */}}
 {{- define "cni-delguard.image" -}}
+{{- $repository := required "image.repository is not set: build and push the image (tools/build-image.sh, docs/install.md) where your nodes pull from, then pass --set image.repository=REGISTRY/cni-delguard" .Values.image.repository -}}
 {{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{ $repository }}@{{ .Values.image.digest }}
 {{- else -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ $repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 {{- end }}
 
@@ -89,4 +91,45 @@ installer's own flags would make `uninstall` exit 2. */}}
 {{- $options := .Values.securityContext.seLinuxOptions -}}
 {{- if and (not $options) (eq .Values.cni.layout "openshift") }}{{ $options = dict "type" "spc_t" }}{{ end -}}
 {{- with $options }}{{ toYaml . }}{{ end -}}
+{{- end }}
+
+{{/*
+Pod Security: the installer's pods need the privileged level (baseline refuses their host
+network and hostPath volumes, and the metrics port, which the host network makes a host port;
+their added capabilities are baseline's), and a namespace that enforces baseline or restricted
+makes the DaemonSet controller's pod creations fail one by one while `helm install` itself
+succeeds: a release with a DaemonSet and no pod. When the release's namespace says so in its
+label, the install fails before anything is created, naming the label to set. `lookup` sees the namespace on install,
+upgrade and `--dry-run=server` (not in `helm template`). A cluster-wide default (Talos: baseline
+everywhere but kube-system) is not visible here: docs/install.md says what to do there.
+*/}}
+{{- define "cni-delguard.podSecurity" -}}
+{{- $ns := lookup "v1" "Namespace" "" .Release.Namespace -}}
+{{- $level := "" -}}
+{{- with $ns }}{{ $level = get (.metadata.labels | default dict) "pod-security.kubernetes.io/enforce" }}{{ end -}}
+{{- if and $level (ne $level "privileged") -}}
+{{- fail (printf "namespace %s enforces Pod Security level %q, which refuses the installer's pods (host network, hostPath volumes). Label it privileged first: kubectl label --overwrite namespace %s pod-security.kubernetes.io/enforce=privileged (or install into kube-system)" .Release.Namespace $level .Release.Namespace) -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The pod's affinity: .Values.affinity, and with controlPlane false a term in each of its
+nodeSelectorTerms that keeps the pods off nodes labelled node-role.kubernetes.io/control-plane
+(docs/install.md: running there is a choice, and the default, true, is the overlays').
+*/}}
+{{- define "cni-delguard.affinity" -}}
+{{- $affinity := deepCopy (.Values.affinity | default dict) -}}
+{{- if not .Values.controlPlane -}}
+{{- $off := dict "key" "node-role.kubernetes.io/control-plane" "operator" "DoesNotExist" -}}
+{{- $node := get $affinity "nodeAffinity" | default dict -}}
+{{- $req := get $node "requiredDuringSchedulingIgnoredDuringExecution" | default dict -}}
+{{- $terms := list -}}
+{{- range (get $req "nodeSelectorTerms" | default (list (dict))) -}}
+{{- $terms = append $terms (set (deepCopy .) "matchExpressions" (append (get . "matchExpressions" | default list) $off)) -}}
+{{- end -}}
+{{- $_ := set $req "nodeSelectorTerms" $terms -}}
+{{- $_ := set $node "requiredDuringSchedulingIgnoredDuringExecution" $req -}}
+{{- $_ := set $affinity "nodeAffinity" $node -}}
+{{- end -}}
+{{- if $affinity }}{{ toYaml $affinity }}{{ end -}}
 {{- end }}

@@ -9,6 +9,7 @@ from cni_delguard import PLUGIN_TYPE
 from cni_delguard.cni.skel import valid_name
 from cni_delguard.guard import defaults
 from cni_delguard.node import bundle
+from cni_delguard.node.options import located
 from cni_delguard.ops import text
 from cni_delguard.ops.doctor.node import INFO, OK, PROBLEM, Finding, Node
 
@@ -59,7 +60,18 @@ def check_plugins(node: Node) -> list[Finding]:
     dtype = delegate.get("type") if isinstance(delegate, dict) else None
     if not isinstance(dtype, str) or not valid_name(dtype):
         found.append(Finding("plugins", PROBLEM, f"the delegate's type {dtype!r} is not a plugin"))
-    elif not os.access(os.path.join(node.bin_dir, dtype), os.X_OK):
+    elif (unseen := _link_out_of_sight(node, os.path.join(node.bin_dir, dtype))) is not None:
+        found.append(
+            Finding(
+                "plugins",
+                INFO,
+                f"the delegate {dtype!r} in {node.bin_dir} links to {unseen}, which is not "
+                f"under {node.root} here (the installer's pod mounts only the CNI dirs): "
+                "check it on the node",
+                os.path.join(node.bin_dir, dtype),
+            )
+        )
+    elif not os.access(_on_node(node, os.path.join(node.bin_dir, dtype)), os.X_OK):
         found.append(
             Finding(
                 "plugins",
@@ -72,6 +84,27 @@ def check_plugins(node: Node) -> list[Finding]:
     else:
         found.append(Finding("plugins", OK, f"the delegate {dtype!r} is in {node.bin_dir}"))
     return found
+
+
+def _on_node(node: Node, path: str) -> str:
+    """A path under the root with the node's own links followed inside it, as the runtime
+    follows them: a plugin linked by its absolute path (/opt/cni/bin/bridge -> /usr/lib/cni/
+    bridge) names nothing from a pod that sees the node at /host (seen on a cluster: doctor run
+    with `kubectl exec` called such a delegate missing)."""
+    return located(node.root, "/" + os.path.relpath(path, node.root))
+
+
+def _link_out_of_sight(node: Node, path: str) -> str | None:
+    """The node's path a plugin links to, when that path's dir is not there at all under a root
+    other than / (the pod sees the node's CNI dirs alone, not /usr/lib/cni where Debian's
+    package puts the plugins it links from /opt/cni/bin); None otherwise. A link whose dir is
+    there but whose file is not is a plugin missing on the node, and said so."""
+    if os.path.abspath(node.root) == "/" or not os.path.islink(path):
+        return None
+    resolved = _on_node(node, path)
+    if os.path.lexists(os.path.dirname(resolved)):
+        return None
+    return "/" + os.path.relpath(resolved, node.root)
 
 
 def _runs(path: str, root: str) -> Finding:

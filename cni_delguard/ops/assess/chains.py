@@ -1,0 +1,117 @@
+"""What sits behind the guard, as the matrix knows it: one row per kind of chain (pure).
+
+A node's conf says which plugin the guard wraps (or would wrap) and, for multus, how the network
+it delegates to is given: `delegates` inline, `clusterNetwork` by a file's path (what multus
+thick's `multusConfigFile: auto` writes: pkg/server/config/manager.go:202 in v4.3.0), or by a
+name (a NetworkAttachmentDefinition or a conf file found by its network name). Each kind names
+the matrix's delegate chains that measured it; a kind none measured is unmeasured, never mapped
+to the nearest one. Adding a kind or a measured chain is one row here.
+
+What multus does with a DEL differs between these forms in v4.3.0 and before (issue 1449: a
+conflist loaded by path is re-encoded for DEL without the keys CNI's types do not know, so
+kube-ovn loses `server_socket` on every DEL; fixed after v4.3.0 by PR 1521), which is why a path
+and an inline list are two kinds, and why the multus version of each measured chain is data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+INLINE, PATH, NAME = "inline", "path", "name"
+MULTUS_THIN, MULTUS_THICK = "multus", "multus-shim"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A chain the matrix ran (a DELEGATES name of matrix.py) and what it stands for."""
+
+    delegate: str
+    label: str  # as a table's column says it
+    multus: str | None  # the multus version it ran, or None (no multus)
+    stand_in: bool = False  # a fake standing for a behaviour, not a real plugin
+    # A column of README's table only when the matrix has its rows (the others always are,
+    # saying "not measured" where they have none).
+    optional: bool = False
+
+
+MEASURED: dict[str, Measured] = {m.delegate: m for m in (
+    Measured("multus-thin", "multus thin, delegate inline", "v4.3.0"),
+    Measured("multus-thin-path", "multus thin, delegate by path (`clusterNetwork`)",
+             "v4.3.0"),
+    Measured("multus-thick", "multus thick", "v4.3.0"),
+    Measured("multus-thick-auto", "multus thick, auto mode, before real kube-ovn", "v4.3.0",
+             optional=True),
+    Measured("multus-thick-auto-v4.2.3", "multus v4.2.3 thick, auto mode, before real kube-ovn",
+             "v4.2.3", optional=True),
+    Measured("fake-stateful", "a delegate that fails DEL once it holds no state", None,
+             stand_in=True),
+)}
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    label: str
+    plugin: str | None  # the wrapped plugin's type; None: any plugin that is not multus
+    form: str | None  # how multus is given its network (INLINE, PATH, NAME); None: any
+    delegates: tuple[str, ...]  # the matrix's chains that measured it (none: unmeasured)
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind("multus-thin-inline", "multus thin, its network inline in `delegates`", MULTUS_THIN,
+         INLINE, ("multus-thin",)),
+    Kind("multus-thin-path", "multus thin, `clusterNetwork` a conf file's path", MULTUS_THIN,
+         PATH, ("multus-thin-path",)),
+    Kind("multus-thin-name", "multus thin, `clusterNetwork` a network's name", MULTUS_THIN, NAME,
+         ()),
+    # auto mode writes a path (v4.3.0's manager.go:202): what every measured thick chain ran
+    Kind("multus-thick-path", "multus thick, `clusterNetwork` a conf file's path "
+         "(`multusConfigFile: auto` writes it so)", MULTUS_THICK, PATH,
+         ("multus-thick", "multus-thick-auto", "multus-thick-auto-v4.2.3")),
+    Kind("multus-thick-other", "multus thick, `clusterNetwork` not a path (a static "
+         "`multusConfigFile`)", MULTUS_THICK, None, ()),
+    Kind("multus-thin-other", "multus thin without `delegates` or `clusterNetwork`", MULTUS_THIN,
+         None, ()),
+    Kind("plain", "a plugin that is not multus", None, None, ("fake-stateful",)),
+)
+BY_NAME = {k.name: k for k in KINDS}
+
+
+@dataclass(frozen=True)
+class Behind:
+    """What sits behind the guard on a node, as the probe found it (None: not found)."""
+
+    plugin: str | None  # the wrapped (or to-be-wrapped) plugin's type
+    form: str | None = None  # multus: INLINE, PATH or NAME
+    cluster_network: str | None = None  # multus: `clusterNetwork` as the conf gives it
+    config_file: str | None = None  # multus thick: the daemon config's multusConfigFile
+    multus_version: str | None = None  # "v4.3.0" where multus's binary says
+    delegates: tuple[str, ...] = ()  # the plugin types of the network behind multus
+
+
+def classify(behind: Behind) -> Kind | None:
+    """The kind of chain (first row that fits); None when no plugin was found."""
+    if behind.plugin is None:
+        return None
+    for kind in KINDS:
+        if kind.plugin is None and behind.plugin in (MULTUS_THIN, MULTUS_THICK):
+            continue
+        if kind.plugin not in (None, behind.plugin):
+            continue
+        if kind.form is None or kind.form == behind.form:
+            return kind
+    return None  # unreachable while the last row takes any plugin
+
+
+def form_of(conf: dict[str, object]) -> tuple[str | None, str | None]:
+    """How a multus conf gives its network: (PATH or NAME, the value) for `clusterNetwork`,
+    (INLINE, None) for a `delegates` list, (None, None) for neither. As multus v4.3.0 reads it:
+    `clusterNetwork` wins over `delegates` (pkg/types/conf.go:506), and a value holding a "/" is
+    a path, anything else a name (pkg/k8sclient/k8sclient.go:492)."""
+    network = conf.get("clusterNetwork")
+    if isinstance(network, str) and network:
+        return (PATH if "/" in network else NAME), network
+    delegates = conf.get("delegates")
+    if isinstance(delegates, list) and delegates:
+        return INLINE, None
+    return None, None

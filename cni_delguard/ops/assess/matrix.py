@@ -1,0 +1,181 @@
+"""The matrix: what each runtime did in each end-to-end scenario, without and with the guard.
+
+One row per (runtime, version, delegate chain, driver, scenario, guard): its outcome, the seconds
+it took and, with the guard, how many DELs the guard answered without calling the delegate
+(`kept`, from its decision log). The e2e suites write a run's rows into .cache/e2e/matrix.json
+(tests/support/matrix.py); `tools/render-matrix.py --write` copies a run's file into the package
+as the file of record (matrix.json beside this module), which `cni-delguard assess` reads and
+README.md and docs/compatibility.md render. The file names the commit of the checkout the run
+came from ("+dirty" when its tree had changes) and the UTC date of the run:
+
+    {"commit": "<40 hex>[+dirty]", "date": "YYYY-MM-DD", "rows": [{...}, ...]}
+
+A file of the older shape, a bare list of rows, is read too (commit and date unknown). The
+vocabularies are closed: a row outside them is refused, never rendered or reasoned about.
+Pure, but for `packaged()`, which reads the file of record from the package's own data.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+RUNTIMES = ("containerd", "cri-o")
+# What sits behind the guard in a run (tests/e2e_cri/matrix_chains.py builds each; chains.py
+# here says what each one stands for on a node).
+DELEGATES = (
+    "fake-stateful",  # a delegate that fails DEL once it holds no state
+    "multus-thin",  # real multus thin, kube-ovn's conflist inline in `delegates`
+    "multus-thin-path",  # real multus thin, kube-ovn's conflist by its path in `clusterNetwork`
+    "multus-thick",  # real multus-shim and multus-daemon, `multusConfigFile: auto`
+    "multus-thick-auto",  # the reported stack: multus thick in auto mode before real kube-ovn
+    "multus-thick-auto-v4.2.3",  # the same with multus v4.2.3, the reporter's
+)
+# cri: CRI calls written by the test; kubelet: a real kubelet, standalone; cluster: a one-node
+# cluster (API server, controllers, scheduler, a registered kubelet; tests/e2e_cluster)
+DRIVERS = ("cri", "kubelet", "cluster")
+SCENARIOS = (
+    "double-del",  # a pod deleted normally; the delegate forgets its state after a good DEL
+    "kill-mid-add",  # the runtime killed while ADD runs
+    "reboot",  # the node rebooted while ADD ran: netns and /run gone
+    "add-fails",  # the delegate's ADD fails at once
+    "client-deadline",  # the client (kubelet) gives up while ADD hangs
+    "completed-del-fails",  # a completed ADD whose DEL keeps failing
+    "release",  # the same, then `cni-delguard release`
+    "del-error-propagates",  # a normal pod whose delegate's DEL error must come back
+    "installer",  # the DaemonSet's pod template run by the kubelet: a pod created after the
+    # install, deleted (guard true), and one created after the uninstall overlay (guard false)
+)
+OUTCOMES = (
+    "removed",  # the stale sandbox is gone (and its pod can start again)
+    "stuck",  # it cannot be removed: the deadlock
+    "error-returned",  # the delegate's DEL error reached the runtime, as it must
+    "released",  # removed after an operator's release
+)
+UNKNOWN = "unknown"  # the commit or date of a file of the older shape
+
+
+class MatrixError(ValueError):
+    """A matrix file that is not one (its shape, or a row outside the vocabularies)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    runtime: str
+    version: str
+    delegate: str
+    scenario: str
+    guard: bool
+    outcome: str
+    seconds: float
+    driver: str = "cri"
+    # With the guard: the DELs it answered without calling the delegate (its log's `skip`s);
+    # None without the guard, or when the run did not count them.
+    kept: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("runtime", RUNTIMES), ("delegate", DELEGATES),
+                              ("driver", DRIVERS), ("scenario", SCENARIOS),
+                              ("outcome", OUTCOMES)):
+            if getattr(self, name) not in allowed:
+                raise MatrixError(f"matrix: {name} {getattr(self, name)!r} is not one of "
+                                  f"{allowed}")
+        if not isinstance(self.version, str) or not self.version or not isinstance(
+                self.guard, bool) or not _number(self.seconds) or self.seconds < 0:
+            raise MatrixError(f"matrix: bad row {self}")
+        if self.kept is not None and (isinstance(self.kept, bool) or not isinstance(
+                self.kept, int) or self.kept < 0 or not self.guard):
+            raise MatrixError(f"matrix: bad kept count in {self}")
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str, bool]:
+        return (self.runtime, self.version, self.delegate, self.driver, self.scenario, self.guard)
+
+    def as_dict(self) -> dict[str, Any]:
+        row = asdict(self)
+        if row["kept"] is None:
+            del row["kept"]  # rows of runs that did not count them stay as they were
+        return row
+
+
+def _number(value: object) -> bool:
+    import math
+
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
+        value)
+
+
+_FIELDS = {f.name for f in fields(Row)}
+
+
+@dataclass(frozen=True)
+class Matrix:
+    commit: str
+    date: str
+    rows: tuple[Row, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        ordered = sorted(self.rows, key=lambda r: r.key)
+        return {"commit": self.commit, "date": self.date, "rows": [r.as_dict() for r in ordered]}
+
+    def dumps(self) -> str:
+        return json.dumps(self.as_dict(), indent=1) + "\n"
+
+    @property
+    def short_commit(self) -> str:
+        """The commit as a page shows it: 12 hex digits, "+dirty" kept."""
+        head, dirty, tail = self.commit.partition("+")
+        return head[:12] + dirty + tail if _hex(head) else self.commit
+
+
+def _hex(text: str) -> bool:
+    return len(text) >= 12 and all(c in "0123456789abcdef" for c in text)
+
+
+def parse(data: object) -> Matrix:
+    """A matrix from its JSON value: the current shape or a bare list of rows."""
+    if isinstance(data, list):
+        return Matrix(UNKNOWN, UNKNOWN, _rows(data))
+    if not isinstance(data, dict) or set(data) != {"commit", "date", "rows"}:
+        raise MatrixError("matrix.json: not {commit, date, rows} nor a list of rows")
+    commit, date = data["commit"], data["date"]
+    if not isinstance(commit, str) or not commit or not isinstance(date, str) or not date:
+        raise MatrixError("matrix.json: commit and date must be strings")
+    if not isinstance(data["rows"], list):
+        raise MatrixError("matrix.json: rows is not a list")
+    return Matrix(commit, date, _rows(data["rows"]))
+
+
+def _rows(items: list[Any]) -> tuple[Row, ...]:
+    rows = []
+    for item in items:
+        if not isinstance(item, dict) or not set(item) <= _FIELDS:
+            raise MatrixError(f"matrix.json: not a row: {item!r}"[:300])
+        try:
+            rows.append(Row(**item))
+        except TypeError as exc:  # a field missing
+            raise MatrixError(f"matrix.json: {exc}") from None
+    keys = [r.key for r in rows]
+    if len(set(keys)) != len(keys):
+        raise MatrixError("matrix.json: two rows of one key")
+    return tuple(rows)
+
+
+def loads(text: str) -> Matrix:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise MatrixError(f"matrix.json: not JSON: {exc}") from None
+    return parse(data)
+
+
+PACKAGE = __name__.rpartition(".")[0]
+NAME = "matrix.json"
+
+
+def packaged() -> Matrix:
+    """The file of record shipped in the package (and in the frozen bundle, as data)."""
+    from importlib import resources
+
+    return loads(resources.files(PACKAGE).joinpath(NAME).read_text(encoding="utf-8"))

@@ -1,0 +1,182 @@
+"""The matrix of record as Markdown: README's "Does it fix my problem?" table and the per-chain
+tables of docs/compatibility.md, each between its markers, each naming the commit and the date
+of the run it came from (pure: text in, text out; tools/render-matrix.py reads and writes).
+
+    TARGETS                   the pages, their markers and what renders between them
+    render(target, matrix)    the text between the target's markers
+    rewritten(page, target, matrix), diff(page, target, matrix)
+
+The "Does it fix" table has a row per runtime range (ranges.RANGES) and a column per measured
+chain (chains.MEASURED; the optional ones only when the matrix has their rows); each cell is
+verdict.lines() of that range and chain: only what the rows say, "not measured" where none.
+The per-chain tables have a row per scenario and a column per runtime version (outcome without
+the guard → with it; bold where the guard changes it; the DELs it kept from the delegate).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cni_delguard.ops.assess import chains, matrix, ranges, verdict
+
+RECORD = "cni_delguard/ops/assess/matrix.json"
+RUNTIME_NAMES = {"containerd": "containerd", "cri-o": "CRI-O"}
+DRIVER_NAMES = {"cri": "CRI calls written by the test", "kubelet": "a real kubelet",
+                "cluster": "a one-node cluster: API server, controllers, scheduler, kubelet"}
+DELEGATE_NAMES = {
+    "fake-stateful": "a delegate that fails DEL once it holds no state",
+    "multus-thin": "real multus thin, kube-ovn's conflist inline in `delegates`",
+    "multus-thin-path": "real multus thin, kube-ovn's conflist by its path in `clusterNetwork`",
+    "multus-thick": "real multus-shim and multus-daemon, `multusConfigFile: auto`",
+    "multus-thick-auto": "real multus thick in auto mode before real kube-ovn",
+    "multus-thick-auto-v4.2.3": "real multus v4.2.3 thick in auto mode before real kube-ovn",
+}
+MISSING = "-"
+
+
+def provenance(m: matrix.Matrix) -> str:
+    if not m.rows:
+        return (f"`{RECORD}`, the file `cni-delguard assess` reads, holds no run yet (commit "
+                f"{m.short_commit}, date {m.date}): nothing below is measured.")
+    return (f"Rendered by `tools/render-matrix.py --write` from the end-to-end run of commit "
+            f"`{m.short_commit}` on {m.date} (UTC), {len(m.rows)} rows: `{RECORD}`, the file "
+            "`cni-delguard assess` reads.")
+
+
+# --- README: does it fix my problem? -----------------------------------------------------------
+
+
+def columns(m: matrix.Matrix) -> list[chains.Measured]:
+    present = {r.delegate for r in m.rows}
+    return [c for c in chains.MEASURED.values() if not c.optional or c.delegate in present]
+
+
+def _markdown(line: str) -> str:
+    """A verdict line in a table cell: what the guard changes for the better or the worse is
+    bold."""
+    line = line.replace("|", "\\|").replace("→ freed", "→ **freed**")
+    if line.startswith(verdict.WORSE_MARK):
+        return f"**{line}**"
+    return line
+
+
+def fixes(m: matrix.Matrix) -> str:
+    cols = columns(m)
+    head = ["your node", *(c.label for c in cols)]
+    out = [provenance(m), "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for where in ranges.RANGES:
+        cells = ["<br>".join(_markdown(line) for line in
+                             verdict.lines(verdict.verdict(m.rows, where, c.delegate)))
+                 for c in cols]
+        out.append("| " + " | ".join([_row_head(m, where), *cells]) + " |")
+    return "\n".join(out) + "\n"
+
+
+def _row_head(m: matrix.Matrix, where: ranges.Range) -> str:
+    """The range, and every version of it the matrix ran (each cell says its own)."""
+    versions = sorted({r.version for r in m.rows if where.holds(r.runtime, r.version)},
+                      key=lambda v: (ranges.sort_key(v), v))
+    return f"{where.label} ({'measured: ' + ', '.join(versions) if versions else 'not measured'})"
+
+
+# --- docs/compatibility.md: every chain's table ------------------------------------------------
+
+
+def _cell(without: matrix.Row | None, with_guard: matrix.Row | None) -> str:
+    a = without.outcome if without else None
+    b = with_guard.outcome if with_guard else None
+    text = (f"{a} → **{b}**" if a is not None and b is not None and a != b
+            else f"{a or MISSING} → {b or MISSING}")
+    if with_guard is not None and with_guard.kept:
+        text += f", {with_guard.kept} DEL{'s' if with_guard.kept > 1 else ''} kept"
+    return text
+
+
+def _table(rows: list[matrix.Row]) -> list[str]:
+    cols = sorted({(r.runtime, r.version) for r in rows},
+                  key=lambda c: (matrix.RUNTIMES.index(c[0]), ranges.sort_key(c[1]), c[1]))
+    by = {(r.runtime, r.version, r.scenario, r.guard): r for r in rows}
+    head = ["scenario", *(f"{RUNTIME_NAMES[rt]} {v}" for rt, v in cols)]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for scenario in matrix.SCENARIOS:
+        if not any(r.scenario == scenario for r in rows):
+            continue
+        cells = [_cell(by.get((rt, v, scenario, False)), by.get((rt, v, scenario, True)))
+                 for rt, v in cols]
+        lines.append("| " + " | ".join([scenario, *cells]) + " |")
+    return lines
+
+
+def chain_tables(m: matrix.Matrix) -> str:
+    groups = sorted({(r.delegate, r.driver) for r in m.rows},
+                    key=lambda g: (matrix.DELEGATES.index(g[0]), matrix.DRIVERS.index(g[1])))
+    out = [provenance(m), ""]
+    if not groups:
+        return "\n".join([*out, "The matrix holds no row yet."]) + "\n"
+    for delegate, driver in groups:
+        out.append(f"`{delegate}` ({DELEGATE_NAMES[delegate]}) behind the guard, driven by "
+                   f"{DRIVER_NAMES[driver]} (without the guard → with it):")
+        out.append("")
+        out.extend(_table([r for r in m.rows if (r.delegate, r.driver) == (delegate, driver)]))
+        out.append("")
+    return "\n".join(out)
+
+
+# --- the pages ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    page: str  # relative to the repository
+    name: str  # the markers are <!-- NAME:begin ... --> and <!-- NAME:end -->
+    render: Callable[[matrix.Matrix], str]
+
+    @property
+    def begin(self) -> str:
+        """The begin marker's start: a note may follow before its `-->`."""
+        return f"<!-- {self.name}:begin"
+
+    @property
+    def end(self) -> str:
+        return f"<!-- {self.name}:end -->"
+
+
+README = Target("README.md", "fixes", fixes)
+COMPATIBILITY = Target("docs/compatibility.md", "matrix", chain_tables)
+TARGETS = (README, COMPATIBILITY)
+
+
+class MarkersError(ValueError):
+    """A page without its markers (or with them twice, or out of order)."""
+
+
+def split(page: str, target: Target) -> tuple[str, str, str]:
+    """The page as (up to and with the begin marker, between, from the end marker on)."""
+    if page.count(target.begin) != 1 or page.count(target.end) != 1:
+        raise MarkersError(f"{target.page}: needs one {target.begin} ... --> and one "
+                           f"{target.end}")
+    opened = page.index(target.begin)
+    closed = page.find("-->", opened)
+    start, end = closed + len("-->"), page.index(target.end)
+    if closed < 0 or end < start:
+        raise MarkersError(f"{target.page}: {target.end} comes before {target.begin} ... -->")
+    return page[:start], page[start:end], page[end:]
+
+
+def render(target: Target, m: matrix.Matrix) -> str:
+    return target.render(m)
+
+
+def rewritten(page: str, target: Target, m: matrix.Matrix) -> str:
+    before, _, after = split(page, target)
+    return f"{before}\n{render(target, m)}{after}"
+
+
+def diff(page: str, target: Target, m: matrix.Matrix) -> str:
+    """What --write would change in the page ("" when it is the render of `m`)."""
+    new = rewritten(page, target, m)
+    return "".join(difflib.unified_diff(page.splitlines(keepends=True),
+                                        new.splitlines(keepends=True), target.page,
+                                        f"{target.page} (rendered from the matrix)"))

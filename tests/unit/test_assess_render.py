@@ -1,0 +1,128 @@
+"""cni_delguard/ops/assess/render.py: the pages' tables from a matrix, between their markers."""
+
+from __future__ import annotations
+
+import pytest
+
+from cni_delguard.ops.assess import matrix, ranges, render, verdict
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def m(*rows: matrix.Row) -> matrix.Matrix:
+    return matrix.Matrix(COMMIT, "2026-03-04", rows)
+
+
+def row(runtime: str, version: str, delegate: str, scenario: str, guard: bool, outcome: str,
+        driver: str = "cri", kept: int | None = None) -> matrix.Row:
+    return matrix.Row(runtime, version, delegate, scenario, guard, outcome, 1.0, driver, kept)
+
+
+@pytest.mark.parametrize(
+    ("guards", "cell"),
+    [
+        pytest.param(("stuck", "removed"), "stuck → **removed**", id="guard-changes-it"),
+        pytest.param(("stuck", "stuck"), "stuck → stuck", id="same"),
+        pytest.param(("removed", None), "removed → -", id="with-guard-missing"),
+    ],
+)
+def test_chain_table_cell(guards: tuple[str, str | None], cell: str) -> None:
+    rows = [row("containerd", "v2.1.6", "fake-stateful", "reboot", guard, outcome)
+            for guard, outcome in zip((False, True), guards, strict=True) if outcome]
+    table = render.chain_tables(m(*rows))
+    assert f"| reboot | {cell} |" in table, table
+    assert "containerd v2.1.6" in table
+
+
+def test_chain_table_counts_the_dels_kept() -> None:
+    rows = [row("containerd", "v2.1.6", "multus-thick", "double-del", False, "removed"),
+            row("containerd", "v2.1.6", "multus-thick", "double-del", True, "removed", kept=2)]
+    assert "| double-del | removed → removed, 2 DELs kept |" in render.chain_tables(m(*rows))
+
+
+def test_chain_table_columns_in_runtime_then_version_order() -> None:
+    rows = [row(rt, v, "fake-stateful", "double-del", False, "stuck")
+            for rt, v in (("cri-o", "1.36.3"), ("containerd", "v2.1.6"),
+                          ("containerd", "1.6.20~ds1"), ("containerd", "v1.7.35"))]
+    header = render.chain_tables(m(*rows)).splitlines()[4]
+    assert header == ("| scenario | containerd 1.6.20~ds1 | containerd v1.7.35 | "
+                      "containerd v2.1.6 | CRI-O 1.36.3 |"), header
+
+
+@pytest.mark.parametrize("target", render.TARGETS, ids=lambda t: t.page)
+def test_every_render_names_the_commit_and_the_date(target: render.Target) -> None:
+    text = render.render(target, m(row("cri-o", "1.36.3", "fake-stateful", "reboot", False,
+                                       "removed")))
+    assert "`0123456789ab`" in text and "2026-03-04" in text
+
+
+def test_the_fixes_table_cell_is_the_verdict_and_an_unmeasured_cell_says_so() -> None:
+    rows = [row("containerd", "1.6.20~ds1", "fake-stateful", "reboot", False, "stuck"),
+            row("containerd", "1.6.20~ds1", "fake-stateful", "reboot", True, "removed", kept=0)]
+    table = render.fixes(m(*rows))
+    lines = table.splitlines()
+    before = next(line for line in lines if line.startswith("| containerd below 1.6.37"))
+    cells = [c.strip() for c in before.strip("|").split("|")]
+    want = "<br>".join(verdict.lines(verdict.verdict(rows, ranges.RANGES[0], "fake-stateful")))
+    assert cells[-1] == want.replace("→ freed", "→ **freed**")
+    assert cells[-1].startswith("stuck → **freed**: reboot<br>")
+    assert cells[1:-1] == ["not measured"] * 3  # the multus chains ran nowhere
+    after = next(line for line in lines if line.startswith("| containerd 1.6.37+"))
+    assert after.count("not measured") == 5  # the row head too: no version of it ran
+
+
+def test_optional_columns_only_with_their_rows() -> None:
+    plain = render.fixes(m(row("cri-o", "1.36.3", "fake-stateful", "reboot", False, "removed")))
+    assert "auto mode, before real kube-ovn" not in plain
+    reported = render.fixes(m(row("containerd", "v2.1.6", "multus-thick-auto", "double-del",
+                                  False, "removed")))
+    assert "multus thick, auto mode, before real kube-ovn |" in reported
+    assert "multus v4.2.3" not in reported
+
+
+def test_a_worse_outcome_is_bold() -> None:
+    rows = [row("cri-o", "1.36.3", "fake-stateful", "reboot", False, "removed"),
+            row("cri-o", "1.36.3", "fake-stateful", "reboot", True, "stuck")]
+    assert f"**{verdict.WORSE_MARK}: reboot**" in render.fixes(m(*rows))
+
+
+def test_an_empty_matrix_says_nothing_is_measured() -> None:
+    text = render.fixes(matrix.Matrix("unknown", "unknown", ()))
+    assert "holds no run yet" in text and "nothing below is measured" in text
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param("# README\nno table here\n", id="none"),
+        pytest.param("<!-- fixes:end -->\n<!-- fixes:begin -->\n", id="reversed"),
+        pytest.param("<!-- fixes:begin -->\n<!-- fixes:begin -->\n<!-- fixes:end -->\n",
+                     id="twice"),
+    ],
+)
+def test_a_page_without_its_markers_is_refused(page: str) -> None:
+    with pytest.raises(render.MarkersError, match="fixes:begin"):
+        render.split(page, render.README)
+
+
+def test_a_begin_marker_may_carry_a_note() -> None:
+    page = "a\n<!-- fixes:begin (rendered by tools/render-matrix.py) -->\nold\n<!-- fixes:end -->\n"
+    before, between, after = render.split(page, render.README)
+    assert before == "a\n<!-- fixes:begin (rendered by tools/render-matrix.py) -->"
+    assert (between, after) == ("\nold\n", "<!-- fixes:end -->\n")
+
+
+def test_rewrite_keeps_what_is_around_the_markers_and_diff_sees_a_change() -> None:
+    page = "# Title\nprose\n<!-- matrix:begin -->\nold table\n<!-- matrix:end -->\nafter\n"
+    data = m(row("cri-o", "1.36.3", "fake-stateful", "reboot", False, "removed"))
+    new = render.rewritten(page, render.COMPATIBILITY, data)
+    assert new.startswith("# Title\nprose\n<!-- matrix:begin -->\n")
+    assert new.endswith("<!-- matrix:end -->\nafter\n") and "old table" not in new
+    assert render.diff(new, render.COMPATIBILITY, data) == ""
+    assert "-old table" in render.diff(page, render.COMPATIBILITY, data)
+
+
+def test_every_driver_and_chain_has_its_words() -> None:
+    assert set(render.DRIVER_NAMES) == set(matrix.DRIVERS)
+    assert set(render.DELEGATE_NAMES) == set(matrix.DELEGATES)
+    assert set(render.RUNTIME_NAMES) == set(matrix.RUNTIMES)

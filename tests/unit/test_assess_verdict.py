@@ -1,0 +1,126 @@
+"""cni_delguard/ops/assess/verdict.py: one range and one chain, from rows only."""
+
+from __future__ import annotations
+
+import pytest
+
+from cni_delguard.ops.assess import matrix, ranges, verdict
+
+BEFORE = ranges.BY_NAME["containerd-before-boundary"]
+AFTER = ranges.BY_NAME["containerd-after-boundary"]
+
+
+def rows(*cases: tuple[str, str, str | None, str | None], delegate: str = "fake-stateful",
+         driver: str = "cri", kept: int | None = None) -> list[matrix.Row]:
+    """(version, scenario, without, with) -> the two rows (a None outcome: that run missing)."""
+    out = []
+    for version, scenario, without, with_guard in cases:
+        for guard, outcome in ((False, without), (True, with_guard)):
+            if outcome is not None:
+                out.append(matrix.Row("containerd", version, delegate, scenario, guard, outcome,
+                                      1.0, driver, kept if guard else None))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("without", "with_guard", "effect"),
+    [
+        pytest.param("stuck", "removed", verdict.FREED, id="freed"),
+        pytest.param("stuck", "released", verdict.RELEASE, id="release"),
+        pytest.param("stuck", "stuck", verdict.STUCK, id="stuck"),
+        pytest.param("removed", "removed", verdict.UNCHANGED, id="unchanged"),
+        pytest.param("error-returned", "error-returned", verdict.UNCHANGED, id="error-kept"),
+        pytest.param("removed", "stuck", verdict.WORSE, id="worse"),
+        pytest.param("error-returned", "removed", verdict.CHANGED, id="error-hidden"),
+        pytest.param(None, "released", verdict.HALF, id="half"),
+        pytest.param("stuck", None, verdict.HALF, id="other-half"),
+    ],
+)
+def test_effect(without: str | None, with_guard: str | None, effect: str) -> None:
+    assert verdict.effect(without, with_guard) == effect
+
+
+def test_a_range_takes_only_its_versions_and_its_chain() -> None:
+    data = [*rows(("1.6.20~ds1", "reboot", "stuck", "removed")),
+            *rows(("v1.7.35", "reboot", "removed", "removed")),
+            *rows(("1.6.20~ds1", "reboot", "removed", "removed"), delegate="multus-thin")]
+    v = verdict.verdict(data, BEFORE, "fake-stateful")
+    assert v.versions == ("1.6.20~ds1",)
+    assert [(s.name, s.effect) for s in v.scenarios] == [("reboot", verdict.FREED)]
+    assert verdict.verdict(data, AFTER, "fake-stateful").named(verdict.UNCHANGED) == ["reboot"]
+
+
+def test_versions_that_disagree_are_shown_each() -> None:
+    data = rows(("1.6.20~ds1", "client-deadline", "stuck", "removed"),
+                ("v1.7.22", "client-deadline", "removed", "removed"))
+    v = verdict.verdict(data, BEFORE, "fake-stateful")
+    (scenario,) = v.scenarios
+    assert scenario.effect == verdict.DISAGREE
+    assert v.versions == ("1.6.20~ds1", "v1.7.22")
+    text = verdict.lines(v)
+    assert ("versions disagree: client-deadline (1.6.20~ds1: stuck → removed; v1.7.22: "
+            "removed → removed)") in text
+
+
+def test_a_run_of_one_side_agrees_when_its_outcome_is_the_full_runs() -> None:
+    data = [*rows(("1.6.20~ds1", "release", "stuck", "released")),
+            *rows(("1.6.20~ds1", "release", None, "released"), driver="kubelet")]
+    (scenario,) = verdict.verdict(data, BEFORE, "fake-stateful").scenarios
+    assert scenario.effect == verdict.RELEASE
+
+
+def test_a_run_of_one_side_that_differs_is_a_disagreement() -> None:
+    data = [*rows(("1.6.20~ds1", "release", "stuck", "released")),
+            *rows(("1.6.20~ds1", "release", None, "stuck"), driver="kubelet")]
+    (scenario,) = verdict.verdict(data, BEFORE, "fake-stateful").scenarios
+    assert scenario.effect == verdict.DISAGREE
+
+
+def test_kept_is_counted_or_said_to_be_not() -> None:
+    counted = rows(("v2.1.6", "double-del", "removed", "removed"), delegate="multus-thick",
+                   kept=1)
+    assert verdict.verdict(counted, AFTER, "multus-thick").kept == ["double-del"]
+    none = rows(("v2.1.6", "double-del", "removed", "removed"), delegate="multus-thick", kept=0)
+    assert verdict.verdict(none, AFTER, "multus-thick").kept == []
+    old = rows(("v2.1.6", "double-del", "removed", "removed"), delegate="multus-thick")
+    assert verdict.verdict(old, AFTER, "multus-thick").kept is None
+
+
+@pytest.mark.parametrize(
+    ("cases", "kept", "expected"),
+    [
+        pytest.param([], None, ["not measured"], id="no-row"),
+        pytest.param(
+            [("1.6.20~ds1", "double-del", "stuck", "removed"),
+             ("1.6.20~ds1", "completed-del-fails", "stuck", "stuck"),
+             ("1.6.20~ds1", "release", "stuck", "released")], 1,
+            ["stuck → freed: double-del",
+             "stuck either way: completed-del-fails",
+             "stuck → freed by `cni-delguard release`: release",
+             "DELs kept from the delegate: in double-del, completed-del-fails, release",
+             "measured: 1.6.20~ds1"],
+            id="fake-stateful-on-1.6"),
+        pytest.param(
+            [("1.6.20~ds1", "double-del", "removed", "removed"),
+             ("1.6.20~ds1", "del-error-propagates", "removed", "removed")], 0,
+            ["nothing stuck, with or without", "DELs kept from the delegate: none",
+             "measured: 1.6.20~ds1"],
+            id="thick-nothing-stuck"),
+        pytest.param(
+            [("1.6.20~ds1", "double-del", "stuck", "stuck")], None,
+            ["stuck either way: double-del", "DELs kept from the delegate: not counted",
+             "measured: 1.6.20~ds1"],
+            id="thin-path-double-del"),
+        pytest.param(
+            [("1.6.20~ds1", "double-del", "removed", "stuck"),
+             ("1.6.20~ds1", "del-error-propagates", "error-returned", "removed")], 0,
+            [f"{verdict.WORSE_MARK}: double-del",
+             "changes: del-error-propagates (error-returned → removed)",
+             "DELs kept from the delegate: none", "measured: 1.6.20~ds1"],
+            id="worse-and-changed"),
+    ],
+)
+def test_lines(cases: list[tuple[str, str, str, str]], kept: int | None,
+               expected: list[str]) -> None:
+    v = verdict.verdict(rows(*cases, kept=kept), BEFORE, "fake-stateful")
+    assert verdict.lines(v) == expected
