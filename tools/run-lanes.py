@@ -43,6 +43,7 @@ class Lane:
 # Each waiting suite's wall time alone is in its README; main holds the CPU-bound rest.
 LANES = (
     Lane("kubelet", ("tests/e2e_kubelet",)),
+    Lane("cluster", ("tests/e2e_cluster",)),
     Lane("main", ()),
 )
 
