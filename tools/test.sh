@@ -44,5 +44,7 @@ export CI=${CI:-1}
 # README's runtime table is checked against this run's matrix (tests/test_readme_matrix.py runs
 # last): the e2e suites write it afresh, no row of an earlier run may stand in for one not run.
 rm -f "${DELGUARD_E2E_CACHE:-$repo/.cache/e2e}/matrix.json"
-# pytest exits 5 when it collected no test: that is a failure here like any other non-zero.
-exec "$python" -m pytest "$@"
+# The suites that mostly wait run side by side with the rest, each a pytest session of its own
+# (tools/run-lanes.py says which); pytest's 5 (no test collected) fails a lane like any other
+# non-zero. A selection of tests (tools/test.sh tests/unit -q) runs as one plain pytest.
+PYTHON=$python exec "$python" tools/run-lanes.py "$@"
