@@ -56,10 +56,10 @@ def test_every_render_names_the_commit_and_the_date(target: render.Target) -> No
     assert "`0123456789ab`" in text and "2026-03-04" in text
 
 
-def test_the_fixes_table_cell_is_the_verdict_and_an_unmeasured_cell_says_so() -> None:
+def test_the_verdicts_table_cell_is_the_verdict_and_an_unmeasured_cell_says_so() -> None:
     rows = [row("containerd", "1.6.20~ds1", "fake-stateful", "reboot", False, "stuck"),
             row("containerd", "1.6.20~ds1", "fake-stateful", "reboot", True, "removed", kept=0)]
-    table = render.fixes(m(*rows))
+    table = render.verdicts(m(*rows))
     lines = table.splitlines()
     before = next(line for line in lines if line.startswith("| containerd below 1.6.37"))
     cells = [c.strip() for c in before.strip("|").split("|")]
@@ -72,9 +72,10 @@ def test_the_fixes_table_cell_is_the_verdict_and_an_unmeasured_cell_says_so() ->
 
 
 def test_optional_columns_only_with_their_rows() -> None:
-    plain = render.fixes(m(row("cri-o", "1.36.3", "fake-stateful", "reboot", False, "removed")))
+    plain = render.verdicts(m(row("cri-o", "1.36.3", "fake-stateful", "reboot", False,
+                                  "removed")))
     assert "auto mode, before real kube-ovn" not in plain
-    reported = render.fixes(m(row("containerd", "v2.1.6", "multus-thick-auto", "double-del",
+    reported = render.verdicts(m(row("containerd", "v2.1.6", "multus-thick-auto", "double-del",
                                   False, "removed")))
     assert "multus thick, auto mode, before real kube-ovn |" in reported
     assert "multus v4.2.3" not in reported
@@ -83,7 +84,50 @@ def test_optional_columns_only_with_their_rows() -> None:
 def test_a_worse_outcome_is_bold() -> None:
     rows = [row("cri-o", "1.36.3", "fake-stateful", "reboot", False, "removed"),
             row("cri-o", "1.36.3", "fake-stateful", "reboot", True, "stuck")]
-    assert f"**{verdict.WORSE_MARK}: reboot**" in render.fixes(m(*rows))
+    assert f"**{verdict.WORSE_MARK}: reboot**" in render.verdicts(m(*rows))
+    assert f"**{verdict.WORSE_MARK}: {verdict.DISRUPTED}**" in render.fixes(m(*rows))
+
+
+def cell(table: str, starts: str, column: int) -> str:
+    line = next(x for x in table.splitlines() if x.startswith(starts))
+    return [c.strip() for c in line.strip("|").split("|")][column]
+
+
+def test_the_short_table_names_situations_and_an_unmeasured_cell_says_so() -> None:
+    rows = [row("containerd", "1.6.20~ds1", "fake-stateful", s, g, o)
+            for s in ("reboot", "add-fails") for g, o in ((False, "stuck"), (True, "removed"))]
+    table = render.fixes(m(*rows))
+    assert cell(table, "| containerd below", 4) == (
+        f"stuck → **freed**: {verdict.DISRUPTED}; {verdict.FAILED_ADD}")
+    assert cell(table, "| containerd below", 1) == "not measured"
+    assert cell(table, "| CRI-O", 4) == "not measured"
+
+
+def test_a_column_of_chains_that_agree_says_it_once_and_of_chains_that_differ_each() -> None:
+    same = [row("containerd", "v2.1.6", d, "double-del", g, "removed")
+            for d in ("multus-thick", "multus-thick-auto-v4.2.3") for g in (False, True)]
+    assert cell(render.fixes(m(*same)), "| containerd 1.6.37+", 3) == (
+        "nothing stuck, with or without")
+    differ = [*same, row("containerd", "v2.1.6", "multus-thick-auto", "reboot", False, "stuck"),
+              row("containerd", "v2.1.6", "multus-thick-auto", "reboot", True, "removed")]
+    said = cell(render.fixes(m(*differ)), "| containerd 1.6.37+", 3)
+    assert said.startswith("`multus-thick`: nothing stuck, with or without<br>"), said
+    assert f"`multus-thick-auto`: stuck → **freed**: {verdict.DISRUPTED}" in said
+
+
+def test_a_cell_measured_on_fewer_versions_than_its_row_names_them() -> None:
+    rows = [row("containerd", v, "fake-stateful", "double-del", g, "removed")
+            for v in ("v1.7.35", "v2.1.6") for g in (False, True)]
+    rows += [row("containerd", "v2.1.6", "multus-thin", "double-del", g, "removed")
+             for g in (False, True)]
+    table = render.fixes(m(*rows))
+    assert cell(table, "| containerd 1.6.37+", 1).endswith("<br>measured on: v2.1.6")
+    assert "measured on" not in cell(table, "| containerd 1.6.37+", 4)
+
+
+def test_every_chain_is_in_one_column_of_the_short_table() -> None:
+    placed = [d for c in render.COLUMNS for d in c.delegates]
+    assert sorted(placed) == sorted(matrix.DELEGATES)
 
 
 def test_an_empty_matrix_says_nothing_is_measured() -> None:

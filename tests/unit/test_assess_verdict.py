@@ -124,3 +124,41 @@ def test_lines(cases: list[tuple[str, str, str, str]], kept: int | None,
                expected: list[str]) -> None:
     v = verdict.verdict(rows(*cases, kept=kept), BEFORE, "fake-stateful")
     assert verdict.lines(v) == expected
+
+
+def test_every_scenario_is_a_situation_a_user_names() -> None:
+    assert set(verdict.KINDS) == set(matrix.SCENARIOS)
+
+
+@pytest.mark.parametrize(
+    ("cases", "said"),
+    [
+        pytest.param([("v2.1.6", "double-del", "removed", "removed")],
+                     ["nothing stuck, with or without"], id="nothing"),
+        pytest.param([("v2.1.6", "double-del", "stuck", "removed"),
+                      ("v2.1.6", "installer", "stuck", "removed"),
+                      ("v2.1.6", "reboot", "stuck", "removed")],
+                     [f"stuck → freed: {verdict.DELETED}; {verdict.DISRUPTED}"], id="freed-once"),
+        pytest.param([("v2.1.6", "completed-del-fails", "stuck", "stuck"),
+                      ("v2.1.6", "release", "stuck", "released")],
+                     [f"stuck either way: {verdict.DEL_FAILS} (`cni-delguard release` frees it)"],
+                     id="valve"),
+        pytest.param([("v2.1.6", "completed-del-fails", "stuck", "stuck")],
+                     [f"stuck either way: {verdict.DEL_FAILS}"], id="no-valve-run"),
+        pytest.param([("v2.1.6", "reboot", "removed", "stuck")],
+                     [f"{verdict.WORSE_MARK}: {verdict.DISRUPTED}"], id="worse"),
+        pytest.param([("1.6.20", "reboot", "stuck", "removed"),
+                      ("v1.6.22", "reboot", "removed", "removed")],
+                     [f"differs by version or run: {verdict.DISRUPTED}"], id="disagree"),
+    ],
+)
+def test_brief(cases: list[tuple[str, str, str | None, str | None]], said: list[str]) -> None:
+    where = ranges.Range("any", "containerd", "any", (((0, 0, 0), None),))
+    assert verdict.brief(verdict.verdict(rows(*cases), where, "fake-stateful")) == said
+
+
+def test_brief_says_when_dels_were_kept_and_when_nothing_ran() -> None:
+    kept = rows(("v2.1.6", "double-del", "removed", "removed"), kept=1)
+    assert verdict.brief(verdict.verdict(kept, AFTER, "fake-stateful"))[-1] == (
+        "keeps stale DELs from the delegate")
+    assert verdict.brief(verdict.verdict([], AFTER, "fake-stateful")) == ["not measured"]

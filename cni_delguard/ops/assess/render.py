@@ -6,11 +6,13 @@ of the run it came from (pure: text in, text out; tools/render-matrix.py reads a
     render(target, matrix)    the text between the target's markers
     rewritten(page, target, matrix), diff(page, target, matrix)
 
-The "Does it fix" table has a row per runtime range (ranges.RANGES) and a column per measured
-chain (chains.MEASURED; the optional ones only when the matrix has their rows); each cell is
-verdict.lines() of that range and chain: only what the rows say, "not measured" where none.
-The per-chain tables have a row per scenario and a column per runtime version (outcome without
-the guard → with it; bold where the guard changes it; the DELs it kept from the delegate).
+README's "Does it fix" table has a row per runtime range (ranges.RANGES) and a column per kind of
+plugin behind the guard (COLUMNS); each cell is verdict.brief(): the situations freed and those
+stuck either way. docs/compatibility.md's verdicts table has a column per measured chain
+(chains.MEASURED; the optional ones only when the matrix has their rows), each cell
+verdict.lines(): only what the rows say, "not measured" where none. The per-chain tables have a
+row per scenario and a column per runtime version (outcome without the guard → with it; bold
+where the guard changes it; the DELs it kept from the delegate).
 """
 
 from __future__ import annotations
@@ -48,9 +50,22 @@ def provenance(m: matrix.Matrix) -> str:
 # --- README: does it fix my problem? -----------------------------------------------------------
 
 
-def columns(m: matrix.Matrix) -> list[chains.Measured]:
-    present = {r.delegate for r in m.rows}
-    return [c for c in chains.MEASURED.values() if not c.optional or c.delegate in present]
+@dataclass(frozen=True)
+class Column:
+    """A column of README's short table: what a user has behind the guard, and the measured
+    chains that stand for it (each chain in one column; tests/unit)."""
+
+    label: str
+    delegates: tuple[str, ...]
+
+
+COLUMNS = (
+    Column("multus thin, delegate inline", ("multus-thin",)),
+    Column("multus thin, delegate by path (`clusterNetwork`)", ("multus-thin-path",)),
+    Column("multus thick (also v4.2.3 in auto mode before kube-ovn: the reported stack)",
+           ("multus-thick", "multus-thick-auto", "multus-thick-auto-v4.2.3")),
+    Column("a delegate that fails DEL once it holds no state", ("fake-stateful",)),
+)
 
 
 def _markdown(line: str) -> str:
@@ -62,7 +77,60 @@ def _markdown(line: str) -> str:
     return line
 
 
+def _versions(m: matrix.Matrix, where: ranges.Range, delegates: tuple[str, ...] | None = None
+              ) -> list[str]:
+    found = {r.version for r in m.rows if where.holds(r.runtime, r.version)
+             and (delegates is None or r.delegate in delegates)}
+    return sorted(found, key=lambda v: (ranges.sort_key(v), v))
+
+
+def _short_cell(m: matrix.Matrix, where: ranges.Range, column: Column) -> str:
+    """verdict.brief() of each chain of the column that ran in the range: once when they all say
+    the same, else each under its chain's name; the versions when fewer than the row's."""
+    briefs = {d: verdict.brief(verdict.verdict(m.rows, where, d)) for d in column.delegates
+              if any(r.delegate == d and where.holds(r.runtime, r.version) for r in m.rows)}
+    if not briefs:
+        return "not measured"
+    said = list(briefs.values())
+    if all(b == said[0] for b in said):
+        lines = said[0]
+    else:
+        lines = [f"`{d}`: {'; '.join(b)}" for d, b in briefs.items()]
+    ran = _versions(m, where, column.delegates)
+    if ran != _versions(m, where):
+        lines = [*lines, f"measured on: {', '.join(ran)}"]
+    return "<br>".join(_markdown(line) for line in lines)
+
+
 def fixes(m: matrix.Matrix) -> str:
+    """README's short table: a row per runtime range, a column per kind of plugin behind the
+    guard, each cell what a newcomer needs (verdict.brief()); the full verdicts are
+    docs/compatibility.md's (verdicts())."""
+    head = ["your node", *(c.label for c in COLUMNS)]
+    out = [provenance(m), "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for where in ranges.RANGES:
+        cells = [_short_cell(m, where, c) for c in COLUMNS]
+        out.append("| " + " | ".join([_row_head(m, where), *cells]) + " |")
+    return "\n".join(out) + "\n"
+
+
+def _row_head(m: matrix.Matrix, where: ranges.Range) -> str:
+    """The range, and every version of it the matrix ran."""
+    versions = _versions(m, where)
+    return f"{where.label} ({'measured: ' + ', '.join(versions) if versions else 'not measured'})"
+
+
+# --- docs/compatibility.md: the full verdicts, and every chain's table -------------------------
+
+
+def columns(m: matrix.Matrix) -> list[chains.Measured]:
+    present = {r.delegate for r in m.rows}
+    return [c for c in chains.MEASURED.values() if not c.optional or c.delegate in present]
+
+
+def verdicts(m: matrix.Matrix) -> str:
+    """A row per runtime range, a column per measured chain, each cell verdict.lines(): the
+    scenarios by name, the DELs kept, the versions each rests on."""
     cols = columns(m)
     head = ["your node", *(c.label for c in cols)]
     out = [provenance(m), "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
@@ -74,14 +142,6 @@ def fixes(m: matrix.Matrix) -> str:
     return "\n".join(out) + "\n"
 
 
-def _row_head(m: matrix.Matrix, where: ranges.Range) -> str:
-    """The range, and every version of it the matrix ran (each cell says its own)."""
-    versions = sorted({r.version for r in m.rows if where.holds(r.runtime, r.version)},
-                      key=lambda v: (ranges.sort_key(v), v))
-    return f"{where.label} ({'measured: ' + ', '.join(versions) if versions else 'not measured'})"
-
-
-# --- docs/compatibility.md: every chain's table ------------------------------------------------
 
 
 def _cell(without: matrix.Row | None, with_guard: matrix.Row | None) -> str:
@@ -144,8 +204,9 @@ class Target:
 
 
 README = Target("README.md", "fixes", fixes)
+VERDICTS = Target("docs/compatibility.md", "verdicts", verdicts)
 COMPATIBILITY = Target("docs/compatibility.md", "matrix", chain_tables)
-TARGETS = (README, COMPATIBILITY)
+TARGETS = (README, VERDICTS, COMPATIBILITY)
 
 
 class MarkersError(ValueError):

@@ -27,6 +27,23 @@ DISAGREE = "disagree"  # the versions (or drivers) of the range differ
 EFFECTS = (FREED, RELEASE, STUCK, UNCHANGED, WORSE, CHANGED, HALF, DISAGREE)
 WORSE_MARK = "STUCK ONLY WITH IT"  # the line a page shows in bold
 
+# What a user calls the situation of each scenario: README's short table names these, the full
+# verdict (lines()) the scenarios themselves. Every scenario has one (tests/unit).
+DELETED = "a deleted pod"
+DISRUPTED = "after a reboot or a crash"
+FAILED_ADD = "after a failed or timed-out ADD"
+DEL_FAILS = "a DEL that keeps failing after a completed ADD"
+DEL_ERROR = "a DEL error the runtime must see"
+KINDS = {
+    "double-del": DELETED, "installer": DELETED, "multus-restart": DELETED,
+    "kube-ovn-hangs-del": DELETED,
+    "kill-mid-add": DISRUPTED, "reboot": DISRUPTED, "reboot-20-pods": DISRUPTED,
+    "kube-ovn-down-at-boot": DISRUPTED,
+    "add-fails": FAILED_ADD, "client-deadline": FAILED_ADD,
+    "completed-del-fails": DEL_FAILS, "release": DEL_FAILS,
+    "del-error-propagates": DEL_ERROR,
+}
+
 
 def effect(without: str | None, with_guard: str | None) -> str:
     if without is None or with_guard is None:
@@ -177,4 +194,33 @@ def lines(v: Verdict) -> list[str]:
     if half:
         out.append(f"run one way only: {', '.join(half)}")
     out.append(f"measured: {', '.join(v.versions)}")
+    return out
+
+
+def kinds(names: Iterable[str]) -> str:
+    """The situations of these scenarios, each once, in KINDS's order."""
+    found = {KINDS[n] for n in names}
+    return "; ".join(k for k in dict.fromkeys(KINDS.values()) if k in found)
+
+
+def brief(v: Verdict) -> list[str]:
+    """The verdict as a newcomer reads it: which situations the guard frees, which stay stuck
+    either way, anything it makes worse or where versions differ (the full verdict then says
+    which: lines()), and whether it keeps DELs from the delegate. README's short table."""
+    if not v.measured:
+        return ["not measured"]
+    out = []
+    if freed := v.named(FREED):
+        out.append(f"stuck → freed: {kinds(freed)}")
+    if stuck := v.named(STUCK, RELEASE):
+        valve = " (`cni-delguard release` frees it)" if v.named(RELEASE) else ""
+        out.append(f"stuck either way: {kinds(stuck)}{valve}")
+    if worse := v.named(WORSE):
+        out.append(f"{WORSE_MARK}: {kinds(worse)}")
+    if other := v.named(CHANGED, DISAGREE):
+        out.append(f"differs by version or run: {kinds(other)}")
+    if not v.stuck_without and not v.named(WORSE, DISAGREE):
+        out.append("nothing stuck, with or without")
+    if v.kept:
+        out.append("keeps stale DELs from the delegate")
     return out
