@@ -477,7 +477,12 @@ def observe(c: Cluster, ev: Evidence) -> None:
     ev.outcome = "removed"
     logs = c.kube.run("-n", install.NAMESPACE, "logs", "ds/cni-delguard")
     ev.facts["logs"] = logs.stdout.splitlines()[:15]
-    for command in (["doctor", "--root", "/host"], ["stats", "--root", "/host", "--since", "1h"]):
+    # assess as README says to run it in the pod: the runtime as the kubelet reports it
+    runtime = c.kube.run("get", "nodes", "-o",
+                         "jsonpath={.items[0].status.nodeInfo.containerRuntimeVersion}").stdout
+    ev.facts["runtime_reported"] = runtime
+    for command in (["doctor", "--root", "/host"], ["stats", "--root", "/host", "--since", "1h"],
+                    ["assess", "--root", "/host", "--runtime", runtime.strip()]):
         out = c.kube.run("-n", install.NAMESPACE, "exec", "ds/cni-delguard", "--",
                          install.BINARY, *command, check=False)
         ev.facts[command[0]] = {"code": out.returncode, "stdout": out.stdout.splitlines(),

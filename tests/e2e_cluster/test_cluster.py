@@ -166,5 +166,10 @@ def test_what_a_user_sees_in_observe_mode(runs: dict[str, Future[Evidence]]) -> 
     assert ev.facts["mode"] == "observe", ev.facts
     assert ev.outcome == "removed"
     assert ev.facts["logs"], "the installer's pod logged nothing"
-    for command in ("doctor", "stats"):
+    for command in ("doctor", "stats", "assess"):
         assert ev.facts[command]["code"] == 0 and ev.facts[command]["stdout"], ev.facts[command]
+    # assess in the pod, given the runtime as the kubelet reports it, finds the matrix's cell
+    assess = "\n".join(ev.facts["assess"]["stdout"])
+    assert ev.facts["runtime_reported"].startswith("containerd://"), ev.facts["runtime_reported"]
+    assert "2.1.6" in assess and "bridge (not multus)" in assess, assess
+    assert "runtime was not found" not in assess, assess
