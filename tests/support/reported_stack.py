@@ -50,6 +50,7 @@ from tests.support.cpulimit import CpuLimit
 from tests.support.guard import frozen_binary
 from tests.support.kubeapi import KubeAPI
 from tests.support.multus import NODE, MultusThick
+from tests.support.paths import widen
 from tests.support.records import read_jsonl
 from tests.support.waiting import wait_for
 
@@ -294,6 +295,7 @@ class ReportedStack:
         self.multus.configure(self.bin_dir, self.work, self.api)
         self.multus.start_in(enter)
         if self.guarded:
+            widen(self.bin_dir)  # the guard's log is under the temp dir (tests/support/paths.py)
             self.installer = Installer(self.conf_dir, self.bin_dir, self.guard_log,
                                        self.work / "installer.out")
             self.installer.start(enter)
