@@ -125,6 +125,23 @@ def test_a_cell_measured_on_fewer_versions_than_its_row_names_them() -> None:
     assert "measured on" not in cell(table, "| containerd 1.6.37+", 4)
 
 
+def test_the_sentence_above_the_table_names_where_the_guard_frees() -> None:
+    rows = [row("containerd", "1.6.20~ds1", "multus-thin-path", "reboot", False, "stuck"),
+            row("containerd", "1.6.20~ds1", "multus-thin-path", "reboot", True, "removed"),
+            row("containerd", "v2.1.6", "multus-thick", "double-del", False, "removed"),
+            row("containerd", "v2.1.6", "multus-thick", "double-del", True, "removed")]
+    said = render.in_short(m(*rows))
+    assert said == ("In short: the guard frees stuck sandboxes only with multus thin by path "
+                    f"({ranges.RANGES[0].label}); in every other cell measured nothing was "
+                    "stuck, or it stays stuck with the guard too.")
+    assert said in render.fixes(m(*rows))
+    worse = [row("cri-o", "1.36.3", "fake-stateful", "reboot", False, "removed"),
+             row("cri-o", "1.36.3", "fake-stateful", "reboot", True, "stuck")]
+    assert render.in_short(m(*worse)) == (
+        "In short: the guard freed a stuck sandbox in no measured cell; the table says what "
+        "else differs.")
+
+
 def test_every_chain_is_in_one_column_of_the_short_table() -> None:
     placed = [d for c in render.COLUMNS for d in c.delegates]
     assert sorted(placed) == sorted(matrix.DELEGATES)

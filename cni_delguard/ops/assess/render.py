@@ -57,15 +57,41 @@ class Column:
 
     label: str
     delegates: tuple[str, ...]
+    short: str  # as the sentence above the table names it
 
 
 COLUMNS = (
-    Column("multus thin, delegate inline", ("multus-thin",)),
-    Column("multus thin, delegate by path (`clusterNetwork`)", ("multus-thin-path",)),
+    Column("multus thin, delegate inline", ("multus-thin",), "multus thin inline"),
+    Column("multus thin, delegate by path (`clusterNetwork`)", ("multus-thin-path",),
+           "multus thin by path"),
     Column("multus thick (also v4.2.3 in auto mode before kube-ovn: the reported stack)",
-           ("multus-thick", "multus-thick-auto", "multus-thick-auto-v4.2.3")),
-    Column("a delegate that fails DEL once it holds no state", ("fake-stateful",)),
+           ("multus-thick", "multus-thick-auto", "multus-thick-auto-v4.2.3"), "multus thick"),
+    Column("a delegate that fails DEL once it holds no state", ("fake-stateful",),
+           "a delegate that fails DEL once it holds no state"),
 )
+
+
+def in_short(m: matrix.Matrix) -> str:
+    """One sentence from the same verdicts as the table: where the guard frees a stuck sandbox,
+    and whether every other measured cell is nothing-stuck or stuck-either-way."""
+    freed, odd = [], False
+    for c in COLUMNS:
+        where = []
+        for r in ranges.RANGES:
+            found = [verdict.verdict(m.rows, r, d) for d in c.delegates]
+            if any(v.named(verdict.FREED) for v in found):
+                where.append(r.label)
+            odd |= any(v.named(verdict.WORSE, verdict.DISAGREE, verdict.CHANGED) for v in found)
+        if where:
+            freed.append(f"{c.short} ({'; '.join(where)})")
+    if not m.rows:
+        return "In short: nothing is measured yet."
+    said = ("In short: the guard frees stuck sandboxes only with " + ", and with ".join(freed)
+            if freed else "In short: the guard freed a stuck sandbox in no measured cell")
+    rest = ("; the table says what else differs" if odd else
+            "; in every other cell measured nothing was stuck, or it stays stuck with the guard "
+            "too")
+    return said + rest + "."
 
 
 def _markdown(line: str) -> str:
@@ -107,7 +133,8 @@ def fixes(m: matrix.Matrix) -> str:
     guard, each cell what a newcomer needs (verdict.brief()); the full verdicts are
     docs/compatibility.md's (verdicts())."""
     head = ["your node", *(c.label for c in COLUMNS)]
-    out = [provenance(m), "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    out = [in_short(m), "", provenance(m), "", "| " + " | ".join(head) + " |",
+           "|" + " --- |" * len(head)]
     for where in ranges.RANGES:
         cells = [_short_cell(m, where, c) for c in COLUMNS]
         out.append("| " + " | ".join([_row_head(m, where), *cells]) + " |")
