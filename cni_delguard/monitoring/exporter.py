@@ -155,7 +155,7 @@ class Exporter:
         if self.bind is None or self.endpoint is not None:
             return ""
         try:
-            self.endpoint = endpoint.Endpoint(*self.bind, self.feed.render)
+            listening = endpoint.Endpoint(*self.bind, self.feed.render)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE and self.counts is not None:
                 # Another process listens there, and could answer for this node: the pod's
@@ -168,6 +168,8 @@ class Exporter:
             )
         if self.counts is not None:
             self.counts.metrics = ""
-        self.endpoint.start()
-        self.say(f"metrics: serving http://{self.endpoint.address}{endpoint.PATH}")
+        listening.start()
+        self.say(f"metrics: serving http://{listening.address}{endpoint.PATH}")
+        # Published once serving and said: whoever sees the endpoint sees the log line too.
+        self.endpoint = listening
         return ""
