@@ -104,14 +104,16 @@ def test_the_short_table_names_situations_and_an_unmeasured_cell_says_so() -> No
 
 
 def test_a_column_of_chains_that_agree_says_it_once_and_of_chains_that_differ_each() -> None:
-    same = [row("containerd", "v2.1.6", d, "double-del", g, "removed")
+    same = [row("containerd", "v2.1.6", d, "double-del", g, "removed",
+                kept=1 if g and d == "multus-thick" else None)
             for d in ("multus-thick", "multus-thick-auto-v4.2.3") for g in (False, True)]
     assert cell(render.fixes(m(*same)), "| containerd 1.6.37+", 3) == (
-        "nothing stuck, with or without")
+        f"nothing stuck, with or without<br>{verdict.KEEPS}")
     differ = [*same, row("containerd", "v2.1.6", "multus-thick-auto", "reboot", False, "stuck"),
               row("containerd", "v2.1.6", "multus-thick-auto", "reboot", True, "removed")]
     said = cell(render.fixes(m(*differ)), "| containerd 1.6.37+", 3)
-    assert said.startswith("`multus-thick`: nothing stuck, with or without<br>"), said
+    first = f"`multus-thick`: nothing stuck, with or without; {verdict.KEEPS}<br>"
+    assert said.startswith(first), said
     assert f"`multus-thick-auto`: stuck → **freed**: {verdict.DISRUPTED}" in said
 
 

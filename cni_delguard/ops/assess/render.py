@@ -112,14 +112,18 @@ def _versions(m: matrix.Matrix, where: ranges.Range, delegates: tuple[str, ...] 
 
 def _short_cell(m: matrix.Matrix, where: ranges.Range, column: Column) -> str:
     """verdict.brief() of each chain of the column that ran in the range: once when they all say
-    the same, else each under its chain's name; the versions when fewer than the row's."""
+    the same (but for the DELs kept, which some runs count and others not), else each under its
+    chain's name; the versions when fewer than the row's."""
     briefs = {d: verdict.brief(verdict.verdict(m.rows, where, d)) for d in column.delegates
               if any(r.delegate == d and where.holds(r.runtime, r.version) for r in m.rows)}
     if not briefs:
         return "not measured"
     said = list(briefs.values())
-    if all(b == said[0] for b in said):
-        lines = said[0]
+    # The chains agree when they agree on what is stuck and freed; DELs kept are counted in some
+    # runs only (None: not counted), so one that counted them speaks for the column.
+    stuck = [[line for line in b if line != verdict.KEEPS] for b in said]
+    if all(b == stuck[0] for b in stuck):
+        lines = stuck[0] + ([verdict.KEEPS] if any(verdict.KEEPS in b for b in said) else [])
     else:
         lines = [f"`{d}`: {'; '.join(b)}" for d, b in briefs.items()]
     ran = _versions(m, where, column.delegates)

@@ -203,6 +203,9 @@ def kinds(names: Iterable[str]) -> str:
     return "; ".join(k for k in dict.fromkeys(KINDS.values()) if k in found)
 
 
+KEEPS = "keeps stale DELs from the delegate"
+
+
 def brief(v: Verdict) -> list[str]:
     """The verdict as a newcomer reads it: which situations the guard frees, which stay stuck
     either way, anything it makes worse or where versions differ (the full verdict then says
@@ -222,5 +225,5 @@ def brief(v: Verdict) -> list[str]:
     if not v.stuck_without and not v.named(WORSE, DISAGREE):
         out.append("nothing stuck, with or without")
     if v.kept:
-        out.append("keeps stale DELs from the delegate")
+        out.append(KEEPS)
     return out
