@@ -136,13 +136,21 @@ def fixes(m: matrix.Matrix) -> str:
     """README's short table: a row per runtime range, a column per kind of plugin behind the
     guard, each cell what a newcomer needs (verdict.brief()); the full verdicts are
     docs/compatibility.md's (verdicts())."""
-    head = ["your node", *(c.label for c in COLUMNS)]
-    out = [in_short(m), "", provenance(m), "", "| " + " | ".join(head) + " |",
-           "|" + " --- |" * len(head)]
-    for where in ranges.RANGES:
-        cells = [_short_cell(m, where, c) for c in COLUMNS]
-        out.append("| " + " | ".join([_row_head(m, where), *cells]) + " |")
-    return "\n".join(out) + "\n"
+    table = _by_range(m, [c.label for c in COLUMNS],
+                      lambda where: [_short_cell(m, where, c) for c in COLUMNS])
+    return "\n".join([in_short(m), "", provenance(m), "", *table]) + "\n"
+
+
+def _by_range(m: matrix.Matrix, labels: list[str],
+              cells: Callable[[ranges.Range], list[str]]) -> list[str]:
+    """A Markdown table with a row per runtime range (its head: _row_head) and these columns."""
+    return _rows(["your node", *labels],
+                 [[_row_head(m, where), *cells(where)] for where in ranges.RANGES])
+
+
+def _rows(head: list[str], body: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head),
+            *("| " + " | ".join(row) + " |" for row in body)]
 
 
 def _row_head(m: matrix.Matrix, where: ranges.Range) -> str:
@@ -163,14 +171,11 @@ def verdicts(m: matrix.Matrix) -> str:
     """A row per runtime range, a column per measured chain, each cell verdict.lines(): the
     scenarios by name, the DELs kept, the versions each rests on."""
     cols = columns(m)
-    head = ["your node", *(c.label for c in cols)]
-    out = [provenance(m), "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    for where in ranges.RANGES:
-        cells = ["<br>".join(_markdown(line) for line in
-                             verdict.lines(verdict.verdict(m.rows, where, c.delegate)))
-                 for c in cols]
-        out.append("| " + " | ".join([_row_head(m, where), *cells]) + " |")
-    return "\n".join(out) + "\n"
+    table = _by_range(m, [c.label for c in cols], lambda where: [
+        "<br>".join(_markdown(line)
+                    for line in verdict.lines(verdict.verdict(m.rows, where, c.delegate)))
+        for c in cols])
+    return "\n".join([provenance(m), "", *table]) + "\n"
 
 
 
@@ -190,14 +195,10 @@ def _table(rows: list[matrix.Row]) -> list[str]:
                   key=lambda c: (matrix.RUNTIMES.index(c[0]), ranges.sort_key(c[1]), c[1]))
     by = {(r.runtime, r.version, r.scenario, r.guard): r for r in rows}
     head = ["scenario", *(f"{RUNTIME_NAMES[rt]} {v}" for rt, v in cols)]
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    for scenario in matrix.SCENARIOS:
-        if not any(r.scenario == scenario for r in rows):
-            continue
-        cells = [_cell(by.get((rt, v, scenario, False)), by.get((rt, v, scenario, True)))
-                 for rt, v in cols]
-        lines.append("| " + " | ".join([scenario, *cells]) + " |")
-    return lines
+    return _rows(head, [
+        [scenario, *(_cell(by.get((rt, v, scenario, False)), by.get((rt, v, scenario, True)))
+                     for rt, v in cols)]
+        for scenario in matrix.SCENARIOS if any(r.scenario == scenario for r in rows)])
 
 
 def chain_tables(m: matrix.Matrix) -> str:
