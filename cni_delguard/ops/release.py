@@ -145,7 +145,8 @@ DESCRIPTION = (
     "Record, for the matching attachments only, that the next DEL may succeed "
     "even if the delegate's DEL fails. The DEL is still forwarded; a failure is logged as "
     "'released' with REASON and the delegate's error. What the delegate fails to delete "
-    "leaks (IP addresses, interfaces, its own state): see docs/troubleshooting.md."
+    "leaks (IP addresses, interfaces, its own state): see docs/runbooks.md, "
+    "'Releasing a sandbox whose DEL keeps failing'."
 )
 
 

@@ -87,7 +87,7 @@ def test_the_text_names_the_release_valve_only_when_something_stays_stuck() -> N
                                     chains.Behind("bridge")), MATRIX)
     text = "\n".join(report.text(plain, "/", "standard", "/etc/cni/net.d"))
     assert "not freed by the guard: `cni-delguard release`" in text
-    assert "docs/troubleshooting.md" in text
+    assert "docs/runbooks.md" in text
     assert "a stand-in: whether bridge fails a DEL once it holds no state was not measured" in text
     thick = report.assessment(found(Runtime("containerd", "v2.1.6", "CRI"), THICK), MATRIX)
     assert "not freed by the guard" not in "\n".join(report.text(thick, "/", "s", "/x"))

@@ -24,7 +24,7 @@ RUNTIME_HINT = (
     "(CONTAINER-RUNTIME, e.g. containerd://2.1.6)"
 )
 RELEASE_VALVE = ("`cni-delguard release` frees a sandbox whose DEL keeps failing after a "
-                 "completed ADD (docs/troubleshooting.md)")
+                 "completed ADD (docs/runbooks.md)")
 
 
 @dataclass(frozen=True)
