@@ -15,7 +15,7 @@ FLAGS = (False, True)
 
 
 def expected(marker: str | None, result_cache: bool, multus: bool, prev: bool, bad: bool) -> str:
-    """The table of docs/DESIGN.md, written out independently of decide.py: completion
+    """The table of docs/how-it-decides.md, written out independently of decide.py: completion
     (strict) needs prevResult, a libcni cache of a result or our completed marker; every
     sign of an attempt alone (our attempted or unreadable marker, an invalid libcni cache,
     multus's cache) is lenient."""
