@@ -33,7 +33,7 @@ WORDS_MAX = 20_000  # README.md and docs/*.md together, as `wc -w` counts them
 # Every subject README held before it was split into docs/ (its headings then), and the page of
 # docs/ that holds it now: a page rewritten without one of them fails here.
 SUBJECTS = {  # README's heading then -> (the page, its heading there now)
-    "The two commands": ("docs/development.md", "The two commands"),
+    "The two commands": ("README.md", "The two commands"),
     "What it changes on each runtime": ("docs/compatibility.md", "What it changes on each runtime"),
     "Under a real kubelet": ("docs/compatibility.md", "Under a real kubelet"),
     "On CRI-O": ("docs/compatibility.md", "On CRI-O"),
