@@ -303,6 +303,26 @@ def test_holding_passes_none_of_the_installers_flags(helm):
     assert "ConfigMap" in kinds
 
 
+@pytest.mark.parametrize(
+    ("settings", "purges"),
+    [
+        pytest.param(["cni.hold=true", "cni.purge=true"], True, id="hold-and-purge"),
+        pytest.param(["cni.hold=true"], False, id="hold-only"),
+        pytest.param(["cni.purge=true"], False, id="purge-without-hold-does-nothing"),
+    ],
+)
+def test_only_a_purging_hold_purges_and_writes_the_log_dir(helm, settings, purges):
+    """cni.purge adds `--purge` to the hold's command (which the binary parses) and mounts the
+    log's dir writable for it; otherwise the log's dir stays read-only."""
+    args = [a for s in settings for a in ("--set", s)]
+    c = container(helm.render(*args, values=values_file("watch")))
+    assert ("--purge" in c["args"]) is purges
+    if "cni.hold=true" in settings:
+        assert parse(c["args"]).purge is purges
+    (log,) = [m for m in c["volumeMounts"] if m["name"] == "log"]
+    assert log.get("readOnly", False) is not purges
+
+
 def test_the_chart_refuses_a_cluster_older_than_the_schemas_it_is_checked_against(helm):
     oldest = VERSIONS[0]
     assert helm.render("--kube-version", oldest)
