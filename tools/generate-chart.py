@@ -13,7 +13,9 @@ renders it with a real helm against every overlay, field by field):
 - values.schema.json: the enum of `cni.layout` (layouts.CHOICES). The rest of the schema is
   hand-written and kept; the file is rewritten in one format (json, indent 2).
 - Chart.yaml: `version` and `appVersion`, the project's version (cni_delguard.__version__,
-  which pyproject.toml repeats); tools/build-chart.sh packages with them.
+  which pyproject.toml repeats); tools/build-chart.sh packages with them. And `home` and
+  `sources`, the project's public home (packaging/project.env, tools/project.py), only when it
+  is set: the chart's runbook links follow `home` (templates/prometheusrule.yaml).
 - files/<name>: byte copies of the objects the kustomize tree keeps as plain files (the
   monitoring component's PodMonitor and dashboard; the openshift overlay's ServiceAccount and
   SecurityContextConstraints), which the chart reads with .Files.Get and only names, labels and
@@ -34,6 +36,9 @@ sys.path.insert(0, str(REPO))
 
 from cni_delguard import __version__  # noqa: E402 (the repository's own package, by path)
 from cni_delguard.node import layouts  # noqa: E402
+
+sys.path.insert(0, str(REPO / "tools"))
+import project  # noqa: E402 (tools/project.py, by path)
 
 CHART = REPO / "charts" / "cni-delguard"
 KUSTOMIZE = REPO / "installer" / "kustomize"
@@ -87,12 +92,20 @@ def schema_json(current: str) -> str:
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 
-def chart_yaml(current: str) -> str:
+def chart_yaml(current: str, home: project.Home | None = None) -> str:
     for key, value in (("version", __version__), ("appVersion", f'"{__version__}"')):
         current, count = re.subn(rf"^{key}: .*$", f"{key}: {value}", current, flags=re.M)
         if count != 1:
             raise SystemExit(f"generate-chart: Chart.yaml has {count} '{key}:' lines, not 1")
+    current = re.sub(rf"^{re.escape(HOME_COMMENT)}\n(home: .*\n)?(sources:\n(  - .*\n)+)?", "",
+                     current, flags=re.M)
+    home = project.load() if home is None else home
+    if home.repository:
+        current += f"{HOME_COMMENT}\nhome: {home.repository}\nsources:\n  - {home.repository}\n"
     return current
+
+
+HOME_COMMENT = "# The project's public home (packaging/project.env); none while it is unset."
 
 
 def wanted() -> dict[str, bytes]:
