@@ -211,7 +211,8 @@ def _kind(mode: int) -> str:
 
 
 def tools(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
-    """One read-only operator command, run here: its exit code, its JSON (redacted), stderr."""
+    """One read-only operator command, run here: its exit code, its JSON, stderr (not yet
+    redacted: the caller reads doctor's paths from it as they are)."""
     from cni_delguard.ops import assess, doctor, listing, stats
     from cni_delguard.tooling import Parser
 
@@ -230,9 +231,7 @@ def tools(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
         body: Any = json.loads(out.getvalue()) if out.getvalue() else None
     except ValueError:
         body = out.getvalue()
-    ran: dict[str, Any] = redact.secrets({"command": argv, "exitCode": code, "output": body,
-                                          "stderr": err.getvalue()[-65536:]})
-    return ran
+    return {"command": argv, "exitCode": code, "output": body, "stderr": err.getvalue()[-65536:]}
 
 
 def log_records(under: Under, log_file: str, count: int) -> list[dict[str, Any]]:
@@ -295,10 +294,11 @@ def collect(args: argparse.Namespace, now: float) -> Archive:
     under = Under(args.root)
     archive.add_json("versions.json", versions())
     doctor = tools(args, ["doctor", "--json"])
-    archive.add_json("doctor.json", doctor)
-    archive.add_json("assess.json", tools(args, ["assess", "--output", "json"]))
-    archive.add_json("stats.json", tools(args, ["stats", "--json", "--last", "50"]))
-    archive.add_json("markers.json", tools(args, ["list", "--json"]))
+    archive.add_json("doctor.json", redact.secrets(doctor))
+    for name, argv in (("assess.json", ["assess", "--output", "json"]),
+                       ("stats.json", ["stats", "--json", "--last", "50"]),
+                       ("markers.json", ["list", "--json"])):
+        archive.add_json(name, redact.secrets(tools(args, argv)))
     paths = _paths(args, doctor.get("output"))
     records = log_records(under, paths["logFile"], args.log_records) if paths["logFile"] else []
     archive.add("log.jsonl", b"".join(_json_line(r) for r in records), records=len(records))
