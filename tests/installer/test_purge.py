@@ -4,6 +4,10 @@ install, and only once the conf is restored; against a temp node root."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +106,25 @@ def test_a_linked_log_dir_is_refused_not_followed(node, bundles, tmp_path):
     assert r.code == 1
     assert "not purging" in r.err and "a symlink" in r.err
     assert (outside / "keep").read_text() == "x"
+
+
+def test_a_purging_hold_leaves_nothing_when_it_is_stopped(node, bundles):
+    """`uninstall --hold --purge` as the chart's pod runs it: emptied while it holds, gone
+    when SIGTERM ends the hold (here no mount keeps the dirs themselves)."""
+    _, logs = _installed(node, bundles)
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cni_delguard", "uninstall", *node.args("--hold", "--purge")],
+        cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # said once the uninstall and the first purge are done
+        assert "holding until stopped" in line, line + proc.stderr.read()
+        assert sorted(os.listdir(node.state)) == ["installer"] and os.listdir(logs) == []
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0, err
+    assert not node.state.exists() and not logs.exists(), out + err
+    assert f"purged: removed {node.state}" in out
