@@ -491,8 +491,9 @@ def _stop_event() -> watch.SignalStop:
 
 
 def _hold(say: actions.Say) -> None:
+    stop = _stop_event()  # first: a SIGTERM right after the line below must end the hold cleanly
     say("uninstalled; holding until stopped")
-    _stop_event().wait()
+    stop.wait()
 
 
 def _watch(args: argparse.Namespace, say: actions.Say) -> None:
