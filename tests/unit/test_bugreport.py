@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import tarfile
 
 import pytest
 
 from cni_delguard import cli
 from cni_delguard.ops import bugreport, redact
+from tests.support import guard
 
 CID = "0123456789abcdef" * 4
 # Every secret the node below holds, each a string that must be in no member in any form.
@@ -256,3 +258,23 @@ def test_output_dash_writes_the_archive_to_stdout(node):
     assert cli.main(argv, {}, io.BytesIO(), out, io.StringIO()) == 0
     with tarfile.open(fileobj=io.BytesIO(out.getvalue())) as tar:
         assert f"{bugreport.PREFIX}/versions.json" in tar.getnames()
+
+
+def test_the_guard_under_test_writes_it_to_stdout_as_kubectl_exec_reads_it(node):
+    """The same as a process: the frozen bundle (tarfile, gzip and the tools' modules bundled),
+    or the package with DELGUARD_UNDER_TEST=package."""
+    if guard.under_test() == "frozen":
+        guard.frozen_or_skip()
+    root, live, _ = node
+    proc = subprocess.run(
+        [*guard.guard_argv(), "bugreport", "--root", str(root), "--output", "-",
+         "--live-file", str(live)],
+        capture_output=True, timeout=120, check=False, env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert b"Traceback" not in proc.stderr
+    with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}
+    assert set(members) == {f"{bugreport.PREFIX}/{n}" for n in bugreport.MEMBERS
+                            if n != "installer-log.txt"}
+    for data in members.values():
+        assert not [s for s in SECRETS.values() if s.encode() in data]
