@@ -54,6 +54,7 @@ MEMBER_LIMIT = 2 * 1024 * 1024
 TOTAL_LIMIT = 8 * 1024 * 1024
 LOG_TAIL = 4 * 1024 * 1024
 CONF_LIMIT = 1024 * 1024  # fsops.MAX_CONF: what the installer itself reads of a conf
+MAX_CONFS = 64  # conf files read (by name); a conf dir holds a handful, the rest are listed
 DEFAULT_RECORDS, MAX_RECORDS = 500, 20000
 LIVE_FILE = "/run/cni-delguard/live"  # the chart's --live-file: there, this runs in its pod
 
@@ -255,10 +256,10 @@ def confs(under: Under, conf_dir: str, entries: list[dict[str, Any]] | None,
     """Each conf file of the conf dir as the report carries it, and the guard's own entries."""
     found: dict[str, Any] = {}
     guard: dict[str, Any] = {}
-    for entry in entries or []:
+    wanted = [e for e in entries or []
+              if e["kind"] == "file" and e["name"].endswith(confdir.EXTENSIONS)]
+    for entry in wanted[:MAX_CONFS]:
         name = entry["name"]
-        if entry["kind"] != "file" or not name.endswith(confdir.EXTENSIONS):
-            continue
         data = under.read(os.path.join(conf_dir, name), CONF_LIMIT)
         if data is None:
             continue
