@@ -140,7 +140,7 @@ def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     from cni_delguard import buildinfo
     from cni_delguard.monitoring import exporter
     from cni_delguard.node import cli as node_cli
-    from cni_delguard.ops import assess, doctor, listing, release, stats
+    from cni_delguard.ops import assess, bugreport, doctor, listing, release, stats
     from cni_delguard.tooling import Parser
 
     parser = Parser(prog="cni-delguard", description=DESCRIPTION, out=out, err=err)
@@ -151,6 +151,7 @@ def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     doctor.register(sub)
     assess.register(sub)
     release.register(sub)
+    bugreport.register(sub)
     node_cli.register(sub, metrics=exporter, assess=_assess_summary)
     version = sub.add_parser("version", help="print the version and exit")
     version.set_defaults(run=lambda _args, o, _e: _print_version(o))

@@ -36,6 +36,7 @@ from cni_delguard.node import (
     layouts,
     live,
     multusdaemon,
+    purge,
     ready,
     record,
     watch,
@@ -123,6 +124,10 @@ def register(sub: Any, metrics: Metrics | None = None, assess: Assess | None = N
     _add_install(inst, metrics)
     uninst.add_argument(
         "--hold", action="store_true", help="after uninstalling, stay running until SIGTERM"
+    )
+    uninst.add_argument(
+        "--purge", action="store_true", help="then empty the guard's state and log dirs (with "
+        "--hold: and remove them when the hold ends); node/purge.py"
     )
     probe.add_argument(
         "--uninstalled", action="store_true", help="ready when the guard is off the node instead"
@@ -359,8 +364,12 @@ def run(args: argparse.Namespace, out: TextIO, stderr: TextIO) -> int:
         opts = _options_waiting(args, wait, say)
         if args.command == "uninstall":
             actions.uninstall(opts, out, say)
+            if args.purge and not opts.dry_run:
+                purge.empty(opts, say)
             if args.hold:
                 _hold(_sayer(out, stamp=True))
+                if args.purge:
+                    purge.finish(opts, _sayer(out, stamp=True))
         else:
             _wait_for_conf(opts, args.wait, say)
             actions.install(opts, out, say)
@@ -482,8 +491,9 @@ def _stop_event() -> watch.SignalStop:
 
 
 def _hold(say: actions.Say) -> None:
+    stop = _stop_event()  # first: a SIGTERM right after the line below must end the hold cleanly
     say("uninstalled; holding until stopped")
-    _stop_event().wait()
+    stop.wait()
 
 
 def _watch(args: argparse.Namespace, say: actions.Say) -> None:

@@ -303,6 +303,60 @@ def test_holding_passes_none_of_the_installers_flags(helm):
     assert "ConfigMap" in kinds
 
 
+@pytest.mark.parametrize(
+    ("settings", "purges"),
+    [
+        pytest.param(["cni.hold=true", "cni.purge=true"], True, id="hold-and-purge"),
+        pytest.param(["cni.hold=true"], False, id="hold-only"),
+        pytest.param(["cni.purge=true"], False, id="purge-without-hold-does-nothing"),
+    ],
+)
+def test_only_a_purging_hold_purges_and_writes_the_log_dir(helm, settings, purges):
+    """cni.purge adds `--purge` to the hold's command (which the binary parses) and mounts the
+    log's dir writable for it; otherwise the log's dir stays read-only."""
+    args = [a for s in settings for a in ("--set", s)]
+    c = container(helm.render(*args, values=values_file("watch")))
+    assert ("--purge" in c["args"]) is purges
+    if "cni.hold=true" in settings:
+        assert parse(c["args"]).purge is purges
+    (log,) = [m for m in c["volumeMounts"] if m["name"] == "log"]
+    assert log.get("readOnly", False) is not purges
+
+
+@pytest.mark.parametrize(
+    ("home", "runbook_url", "expected"),
+    [
+        pytest.param("", "", "docs/runbooks.md", id="no-home-relative"),
+        pytest.param("https://git.example/org/cni-delguard", "",
+                     "https://git.example/org/cni-delguard/blob/v{v}/docs/runbooks.md",
+                     id="home-this-version"),
+        pytest.param("https://git.example/org/cni-delguard", "https://docs.example/rb.md",
+                     "https://docs.example/rb.md", id="the-value-wins"),
+    ],
+)
+def test_the_runbook_links_follow_the_projects_home(helm, tmp_path, home, runbook_url,
+                                                    expected):
+    """packaging/project.env's repository is the chart's `home` (tools/generate-chart.py);
+    the alerts link this version's runbooks there unless prometheusRule.runbookUrl says where."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import project
+
+    chart = tmp_path / "cni-delguard"
+    shutil.copytree(CHART, chart)
+    spec = importlib.util.spec_from_file_location("generate_chart", GENERATOR)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    meta = chart / "Chart.yaml"
+    meta.write_text(gen.chart_yaml(meta.read_text(), project.Home(repository=home)))
+    docs = helm.render("--set", f"prometheus.prometheusRule.runbookUrl={runbook_url}",
+                       chart=chart, values=values_file("monitoring"))
+    rule = by_kind(docs)["PrometheusRule"]
+    urls = {r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]
+            if "runbook_url" in r.get("annotations", {})}
+    version = yaml.safe_load(meta.read_text())["appVersion"]
+    assert {u.split("#")[0] for u in urls} == {expected.format(v=version)}
+
+
 def test_the_chart_refuses_a_cluster_older_than_the_schemas_it_is_checked_against(helm):
     oldest = VERSIONS[0]
     assert helm.render("--kube-version", oldest)

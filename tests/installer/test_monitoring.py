@@ -174,7 +174,9 @@ def runbook_urls(docs) -> dict[str, str]:
 def test_the_settings_reach_every_object_they_name(docs):
     spec = settings()["spec"]
     base = spec["runbookBaseURL"]
-    assert base.startswith("https://") and base.endswith("/docs/runbooks.md")
+    # Relative to the repository: the project names no public home of its own by default
+    # (packaging/project.env); an on-call's own is set here (the test below).
+    assert base == "docs/runbooks.md"
     for alert, url in runbook_urls(docs).items():
         assert url == f"{base}#{alert.lower()}", alert
     for kind in ("PodMonitor", "PrometheusRule"):

@@ -102,6 +102,7 @@ installer's own flags would make `uninstall` exit 2. */}}
 {{- $args := list -}}
 {{- if .Values.cni.hold -}}
 {{- $args = list "uninstall" "--root" (include "cni-delguard.root" .) "--hold" -}}
+{{- if .Values.cni.purge }}{{ $args = append $args "--purge" }}{{ end -}}
 {{- else -}}
 {{- $args = list "install" "--watch" "--root" (include "cni-delguard.root" .) "--live-file" "/run/cni-delguard/live" -}}
 {{- end -}}
