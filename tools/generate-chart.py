@@ -18,7 +18,7 @@ renders it with a real helm against every overlay, field by field):
   monitoring component's PodMonitor and dashboard; the openshift overlay's ServiceAccount and
   SecurityContextConstraints), which the chart reads with .Files.Get and only names, labels and
   places in the release's namespace; and of the rules' template (prometheusrule.template.yaml),
-  whose tokens the chart fills in as cni_delguard/monitoring/rules.py does.
+  whose tokens the chart fills in as delguard_build/rules.py does.
 """
 
 from __future__ import annotations

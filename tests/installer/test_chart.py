@@ -123,7 +123,7 @@ def monitoring_overlay(tmp_path: Path, **settings: str) -> list[dict]:
 def test_the_chart_renders_the_overlays_rules_for_the_same_settings(helm, tmp_path, settings,
                                                                    values):
     """The rules' template has two renderers, the chart's (Helm's templates) and the overlays'
-    (cni_delguard/monitoring/rules.py): for the same settings, the same objects."""
+    (delguard_build/rules.py): for the same settings, the same objects."""
     chart = helm.render(*values, values=values_file("monitoring"))
     assert diff_objects(monitoring_overlay(tmp_path, **settings), chart) == []
 
