@@ -1,20 +1,19 @@
 """`cni-delguard assess`: does the guard fix anything on this node? Read-only.
 
-It finds the node's runtime and version and what sits behind the guard (probe.py), places them
-in a runtime range and a kind of chain, and says what the matrix of record (matrix.json here,
-the file README.md and docs/compatibility.md render) measured there: which stale sandboxes stick
-without the guard, which the guard frees, which it does not (and the release valve for those).
-A node the matrix never measured is "unmeasured". Exit 0 whatever it finds; 2, with one line,
-only when it cannot read the node (or the matrix). The modules, each with one job:
+It takes the node's runtime and version (given, or read from a file: it executes nothing) and
+reads what sits behind the guard (probe.py), places them in a runtime range and a kind of chain,
+and looks up what the matrix of record measured there, as this build ships it (verdicts.json,
+worked out by delguard_build when README.md and docs/compatibility.md are rendered): which stale
+sandboxes stick without the guard, which the guard frees, which it does not (and the release
+valve for those). A node the matrix never measured is "unmeasured". Exit 0 whatever it finds; 2,
+with one line, only when it cannot read the node (or the verdicts). The modules, each with one
+job:
 
 | module | job |
 | --- | --- |
-| `matrix.py` | the matrix: rows, vocabularies, the file's shape, the packaged file of record |
 | `ranges.py` | runtime version ranges, one row each (the containerd boundary) |
 | `chains.py` | kinds of chain behind the guard, one row each, and the chains that measured them |
-| `verdict.py` | the derivation: one range and one chain -> what sticks, what is freed |
-| `render.py` | the Markdown of README's and docs/compatibility.md's tables |
-| `cri.py` | the CRI Version call over the runtime's socket |
+| `verdicts.py` | the shipped verdicts (verdicts.json): one per range and measured chain |
 | `facts.py`, `probe.py` | what was found on the node; the reading of it |
 | `report.py` | the assessment, its text, its JSON, its one-line summary |
 
@@ -25,9 +24,10 @@ logs at start.
 from __future__ import annotations
 
 import os
+import re
 
 from cni_delguard.node import layouts, options
-from cni_delguard.ops.assess import matrix, probe, report
+from cni_delguard.ops.assess import probe, report, verdicts
 from cni_delguard.ops.assess.facts import Found
 from cni_delguard.ops.doctor.node import discover
 from cni_delguard.ops.text import as_json, clean
@@ -40,16 +40,17 @@ if TYPE_CHECKING:
 
 SUMMARY = "say what the guard fixes on this node, from the matrix (read-only)"
 DESCRIPTION = (
-    "Find the node's runtime and version and what sits behind the guard (multus thin or thick, "
-    "how multus is given its network, the delegates), then say what the matrix this build "
-    "ships measured there: which stale sandboxes stick without the guard, which it frees, "
-    "which it does not (`cni-delguard release` frees those). A node the matrix never measured "
-    "is unmeasured. Changes nothing. Exit 0, or 2 when the node cannot be read."
+    "Take the node's runtime and version (--runtime, else its Debian package) and read what "
+    "sits behind the guard (multus thin or thick, how multus is given its network, the plugins "
+    "of that network), then say what the matrix this build ships measured there: which stale "
+    "sandboxes stick without the guard, which it frees, which it does not (`cni-delguard "
+    "release` frees those). A node the matrix never measured is unmeasured. Reads files only: "
+    "changes nothing and runs no program. Exit 0, or 2 when the node cannot be read."
 )
 
 
 class UnreadableError(Exception):
-    """The node (or the matrix) cannot be read: exit 2 with this line."""
+    """The node (or the shipped verdicts) cannot be read: exit 2 with this line."""
 
 
 def register(sub: Any) -> None:
@@ -59,18 +60,18 @@ def register(sub: Any) -> None:
     layouts.add_option(parser)
     options.add(parser, "conf_dir", "bin_dir")
     parser.add_argument(
-        "--runtime-endpoint",
-        metavar="SOCKET",
-        help="the runtime's CRI socket as seen from here (unix:///run/containerd/containerd.sock "
-        "or a path); default: each known socket under --root, then the runtime's binary",
-    )
-    parser.add_argument(
         "--runtime",
         type=_runtime,
         metavar="NAME://VERSION",
         help="the node's runtime as the kubelet reports it (`kubectl get node NODE -o wide`, "
-        "CONTAINER-RUNTIME: containerd://2.1.6), instead of looking for it: in the installer's "
-        "pod, which mounts no runtime socket or binary of the node's",
+        "CONTAINER-RUNTIME: containerd://2.1.6); default: the version of its Debian package "
+        "under --root (/var/lib/dpkg/status), else unmeasured",
+    )
+    parser.add_argument(
+        "--multus-version",
+        type=_multus_version,
+        metavar="VERSION",
+        help="multus's version (its image's tag, e.g. v4.3.0); default: unknown",
     )
     parser.add_argument(
         "--output",
@@ -91,6 +92,14 @@ def _runtime(value: str) -> str:
     return value
 
 
+def _multus_version(value: str) -> str:
+    import argparse
+
+    if not re.fullmatch(r"v?[0-9]+\.[0-9]+\.[0-9]+[0-9A-Za-z.+~_-]{0,32}", value):
+        raise argparse.ArgumentTypeError(f"{value!r}: not a version (e.g. v4.3.0)")
+    return value
+
+
 class Examined:
     """An assessment and where it was made (what the text and the JSON name)."""
 
@@ -104,7 +113,7 @@ class Examined:
                               self.bin_dir)
 
     def text(self) -> list[str]:
-        return report.text(self.assessment, self.root, self.layout, self.conf_dir)
+        return report.text(self.assessment, self.layout, self.conf_dir)
 
     def summary(self) -> str:
         return report.summary(self.assessment)
@@ -115,13 +124,13 @@ def examine(
     layout: str = layouts.AUTO,
     conf_dir: str | None = None,
     bin_dir: str | None = None,
-    endpoint: str | None = None,
     runtime: str | None = None,
+    multus_version: str | None = None,
 ) -> Examined:
     """Assess the node under `root` (UnreadableError when it cannot be read). `conf_dir`,
     `bin_dir`: as the node names them (default: the layout's, or its runtime config's);
-    `endpoint`: the runtime's CRI socket as seen from here (default: the known ones);
-    `runtime`: the runtime as the kubelet reports it (NAME://VERSION), instead of looking."""
+    `runtime`: the runtime as the kubelet reports it (NAME://VERSION; default: its package's);
+    `multus_version`: as the user gives it (default: unknown)."""
     if not os.path.isdir(root):
         raise UnreadableError(f"--root {clean(root)} is not a directory")
     try:
@@ -129,16 +138,16 @@ def examine(
         node_conf, node_bin, _ = layouts.runtime_dirs(row, root, conf_dir, bin_dir)
         node = discover(root, node_conf, node_bin, row)
         _readable(node.conf_dir)
-        packaged = matrix.packaged()
+        shipped = verdicts.shipped()
         given = probe.given(runtime) if runtime is not None else None
     except UsageError as exc:
         raise UnreadableError(clean(exc)) from None
-    except (OSError, matrix.MatrixError) as exc:
+    except (OSError, verdicts.VerdictsError) as exc:
         raise UnreadableError(clean(exc)) from None
     found = Found()
-    found.runtime, found.tried = (given, []) if given else probe.runtime(root, endpoint)
-    probe.behind(node, found)
-    return Examined(report.assessment(found, packaged), root, row.name, node.conf_dir,
+    found.runtime = given or probe.packaged(root, found.tried)
+    probe.behind(node, found, multus_version)
+    return Examined(report.assessment(found, shipped), root, row.name, node.conf_dir,
                     node.bin_dir)
 
 
@@ -163,8 +172,8 @@ def _readable(conf_dir: str) -> None:
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     try:
-        seen = examine(args.root, args.layout, args.conf_dir, args.bin_dir,
-                       args.runtime_endpoint, args.runtime)
+        seen = examine(args.root, args.layout, args.conf_dir, args.bin_dir, args.runtime,
+                       args.multus_version)
     except UnreadableError as exc:
         stderr.write(f"cni-delguard assess: cannot read the node: {exc}\n")
         return 2

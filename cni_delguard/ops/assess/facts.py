@@ -9,9 +9,9 @@ from cni_delguard.ops.assess import chains
 
 @dataclass(frozen=True)
 class Runtime:
-    name: str | None  # the matrix's runtime name, None when not one of RUNTIMES
+    name: str | None  # the matrix's runtime name, None when not one it ran (probe.CRI_NAMES)
     version: str | None
-    source: str  # where it was found ("CRI Version on ...", "/usr/bin/containerd --version")
+    source: str  # where it was found ("--runtime containerd://2.1.6", "package containerd ...")
     reported_name: str = ""  # as the runtime named itself
 
 

@@ -1,75 +1,71 @@
-"""What `assess` reads on the node (the I/O shell; chains.py, ranges.py and verdict.py decide).
+"""What `assess` reads on the node (the I/O shell; chains.py, ranges.py and report.py decide).
 
-The runtime and its version, first found wins (RUNTIME_SOURCES, in this order):
-1. the CRI Version call (cri.py) on `--runtime-endpoint`, then on each socket of RUNTIMES found
-   under the root: the running daemon's own answer;
-2. the binary of a running runtime process (the root's /proc: its comm, its exe) run with
-   `--version`, chrooted into the root as the installer runs plugins (bundle.run_on_node);
-3. the binary where the runtime's packages put it (RUNTIMES' `binaries`), the same way.
+assess reads files and runs nothing: no binary of the node (nor any other) is executed, so a
+process that names itself `containerd` cannot have its executable run by assess as root, and no
+version output is held in memory. What a file cannot tell, the user gives:
+
+- the runtime and its version: `--runtime NAME://VERSION`, as the kubelet reports it (CRI
+  Version's runtime_name and runtime_version: `kubectl get node -o wide`, CONTAINER-RUNTIME),
+  else the version of the runtime's package in the node's dpkg database (DPKG_STATUS), which
+  says what is installed (a daemon not restarted since an upgrade still runs the older one; the
+  text names the source). Otherwise the runtime is not found, and report.RUNTIME_HINT says how
+  to give it.
+- multus's version: `--multus-version`, else unknown.
 
 What sits behind the guard: the conf the runtime uses (the first by name in the conf dir that
 doctor finds through the layout: doctor.node.discover), wrapped or not; the wrapped (or the
 to-be-wrapped) plugin; for multus, how its network is given (chains.form_of) and which plugins
 that network holds (read from the conf, the file `clusterNetwork` names, or the conf dir's file
-of that network name); multus's version from its binary (`-version`, chrooted) or its daemon's;
-thick's `multusConfigFile` from the daemon config where the node has it (under the conf dir, or
-the running daemon's `-config` read through /proc/PID/root). Every file is read bounded and
-without following a final symlink (fsutil.read_at); nothing is written.
+of that network name); thick's `multusConfigFile` from the daemon config where the node has it
+(under the conf dir, or the running daemon's `-config` read inside that process's root). Every
+node path goes through `here()`; every file is read bounded and without following a final
+symlink (fsutil.read_at); nothing is written.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
-import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from cni_delguard.node import bundle, confdir, multusdaemon, options, patch
-from cni_delguard.ops.assess import chains, cri
+from cni_delguard.node import confdir, multusdaemon, options, patch
+from cni_delguard.ops.assess import chains
 from cni_delguard.ops.assess.facts import Found, Runtime
 from cni_delguard.ops.doctor.node import Node
 from cni_delguard.state import fsutil
 from cni_delguard.tooling import UsageError
 
 MAX_CONF = 4 * 1024 * 1024
-VERSION_TIMEOUT = 10.0  # `containerd --version` answers in milliseconds; a hung binary is cut
-_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+MAX_DPKG = 64 * 1024 * 1024  # a node with thousands of packages holds a few MiB
+DPKG_STATUS = "/var/lib/dpkg/status"
+# The matrix's runtime name of each name a runtime gives itself in CRI Version (runtime_name).
+CRI_NAMES = {"containerd": "containerd", "cri-o": "cri-o"}
+# The Debian packages of each runtime: the distribution's, Docker's, and pkgs.k8s.io's CRI-O.
+PACKAGES = {"containerd": "containerd", "containerd.io": "containerd", "cri-o": "cri-o"}
+_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+~_-]{0,63}")
 
 
-@dataclass(frozen=True)
-class RuntimeRow:
-    """One runtime: how the node shows it (variation as data)."""
+def here(root: str, path: str, links: bool = True) -> str:
+    """Where the node's `path` is from here: the one way assess reaches a node path. The path is
+    normalised as an absolute path first (`..` stops at the node's /), then resolved under the
+    root with the node's own links taken as a chroot takes them (options.located); `links`
+    False for the root's /proc, whose links are the kernel's, not the node's. A process's root
+    is a root of its own: `here(here(root, "/proc/PID/root", links=False), path)`, so that
+    nothing a process names leaves it. UsageError when the result is not under the root."""
+    normal = posixpath.normpath("/" + path)
+    return options.located(root, normal) if links else options.under(root, normal)
 
-    name: str  # the matrix's name
-    cri_names: tuple[str, ...]  # its CRI Version runtime_name
-    comm: str  # its process's name in /proc/PID/comm
-    sockets: tuple[str, ...]  # its CRI socket where distributions put it
-    binaries: tuple[str, ...]  # its binary where packages put it
-    version: re.Pattern[str]  # the version in its `--version` output
 
-
-RUNTIMES: tuple[RuntimeRow, ...] = (
-    RuntimeRow(
-        "containerd", ("containerd",), "containerd",
-        # containerd's default; k3s's and RKE2's (agent/containerd); MicroK8s' (snap common)
-        ("/run/containerd/containerd.sock", "/run/k3s/containerd/containerd.sock",
-         "/var/snap/microk8s/common/run/containerd.sock"),
-        ("/usr/bin/containerd", "/usr/local/bin/containerd", "/bin/containerd",
-         "/var/lib/rancher/rke2/bin/containerd", "/var/lib/rancher/k3s/data/current/bin/containerd",
-         "/snap/microk8s/current/bin/containerd"),
-        # "containerd github.com/containerd/containerd v1.7.22 7f7fdf5f..." (its third word)
-        re.compile(r"^containerd \S+ (\S+)", re.M)),
-    RuntimeRow(
-        "cri-o", ("cri-o",), "crio",
-        ("/run/crio/crio.sock", "/var/run/crio/crio.sock"),
-        ("/usr/bin/crio", "/usr/local/bin/crio"),
-        # 1.36: "crio version 1.36.3"; before 1.29: a table with "Version:  1.28.1"
-        re.compile(r"^(?:crio version|Version:)\s+(\S+)", re.M)),
-)
-BY_CRI_NAME = {n: r for r in RUNTIMES for n in r.cri_names}
+def read_json(path: str) -> dict[str, Any] | None:
+    """A JSON object from a file here: bounded, no final symlink followed; None otherwise."""
+    try:
+        data = fsutil.read_at(None, path, MAX_CONF)
+        value = json.loads(data) if data is not None else None
+    except (OSError, ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 # --- the runtime -------------------------------------------------------------------------------
@@ -80,122 +76,46 @@ def given(value: str) -> Runtime:
     Version's runtime_name and runtime_version, joined by `://` (node.status.nodeInfo).
     UsageError for anything else."""
     name, sep, version = value.partition("://")
-    if not sep or not name or not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z.+~_-]{0,63}", version):
+    if not sep or not name or not _VERSION.fullmatch(version):
         raise UsageError(f"--runtime {value!r}: not NAME://VERSION (e.g. containerd://2.1.6)")
-    row = BY_CRI_NAME.get(name)
-    return Runtime(row.name if row else None, version, f"--runtime {name}://{version}", name)
+    return Runtime(CRI_NAMES.get(name), version, f"--runtime {name}://{version}", name)
 
 
-def runtime(root: str, endpoint: str | None) -> tuple[Runtime | None, list[str]]:
-    """The node's runtime and version, and why each source tried before it gave none."""
-    tried: list[str] = []
-    for source in RUNTIME_SOURCES:
-        found = source(root, endpoint, tried)
-        if found is not None:
-            return found, tried
-    return None, tried
-
-
-def _from_cri(root: str, endpoint: str | None, tried: list[str]) -> Runtime | None:
-    """The endpoint given (as it is: a path here), else each table socket under the root."""
-    table = [options.located(root, s) for r in RUNTIMES for s in r.sockets]
-    paths = [endpoint.removeprefix("unix://")] if endpoint else [s for s in
-                                                                  dict.fromkeys(table)
-                                                                  if _is_socket(s)]
-    for path in paths:
-        try:
-            answer = cri.version(path)
-        except cri.CriError as exc:
-            tried.append(f"CRI Version: {exc}")
-            continue
-        row = BY_CRI_NAME.get(answer.runtime_name)
-        return Runtime(row.name if row else None, answer.runtime_version,
-                       f"CRI Version on {path} ({answer.service})", answer.runtime_name)
-    return None
-
-
-def _is_socket(path: str) -> bool:
-    import stat
-
+def packaged(root: str, tried: list[str]) -> Runtime | None:
+    """The runtime installed by a Debian package (the first of PACKAGES installed), its version
+    without the epoch and the Debian revision (`1:1.6.20~ds1-1+b1` -> `1.6.20~ds1`, what the
+    runtime itself reports)."""
     try:
-        return stat.S_ISSOCK(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _from_processes(root: str, endpoint: str | None, tried: list[str]) -> Runtime | None:
-    del endpoint
-    for row in RUNTIMES:
-        for exe in process_exes(root, row.comm):
-            found = _ask_binary(root, row, exe, tried)
-            if found is not None:
-                return found
-    return None
-
-
-def _from_binaries(root: str, endpoint: str | None, tried: list[str]) -> Runtime | None:
-    del endpoint
-    for row in RUNTIMES:
-        for path in row.binaries:
-            here = options.located(root, path)
-            if os.path.isfile(here) and os.access(here, os.X_OK):
-                found = _ask_binary(root, row, here, tried)
-                if found is not None:
-                    return found
-    return None
-
-
-RUNTIME_SOURCES: tuple[Callable[[str, str | None, list[str]], Runtime | None], ...] = (
-    _from_cri, _from_processes, _from_binaries)
-
-
-def _ask_binary(root: str, row: RuntimeRow, here: str, tried: list[str]) -> Runtime | None:
-    on_node = bundle.node_path(root, here) or here
-    out, why = run_version(root, here, ["--version"])
-    found = row.version.search(out) if out is not None else None
-    if found is None:
-        tried.append(f"{on_node} --version: {why or 'no version in its output'}")
+        data = fsutil.read_at(None, here(root, DPKG_STATUS), MAX_DPKG)
+    except (OSError, UsageError) as exc:
+        tried.append(f"{DPKG_STATUS}: {exc}")
         return None
-    return Runtime(row.name, found.group(1), f"{on_node} --version", row.name)
-
-
-def run_version(root: str, here: str, args: list[str]) -> tuple[str | None, str]:
-    """The output of a node binary asked its version (chrooted into `root`), or (None, why)."""
-    try:
-        r = bundle.run_on_node(here, args, root, {"PATH": _PATH}, VERSION_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return None, f"no answer within {VERSION_TIMEOUT:g} s"
-    except (OSError, ValueError) as exc:
-        return None, f"cannot run it: {getattr(exc, 'strerror', None) or exc}"
-    text = (r.stdout + r.stderr)[:65536].decode("utf-8", "replace")
-    if r.returncode == 125 and text.startswith("cannot chroot"):
-        return None, text.splitlines()[0] + " (needs root, or CAP_SYS_CHROOT)"
-    if r.returncode != 0:
-        return None, f"exit {r.returncode}"
-    return text, ""
-
-
-def process_exes(root: str, comm: str) -> list[str]:
-    """The executables (as seen from here) of the processes named `comm` in the root's /proc,
-    lowest PID first; a binary deleted since it started is left out."""
-    found = []
-    for pid in pids(root, comm):
-        try:
-            exe = os.readlink(f"{root}/proc/{pid}/exe")
-            here = options.located(root, exe) if exe.startswith("/") else None
-        except (OSError, UsageError):
-            continue
-        if here is not None and not exe.endswith(" (deleted)") and here not in found:
-            found.append(here)
-    return found
+    if data is None:
+        tried.append(f"{DPKG_STATUS}: none")
+        return None
+    found: dict[str, str] = {}
+    for stanza in data.decode("utf-8", "replace").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line)
+        package, version = fields.get("Package"), fields.get("Version", "")
+        if package in PACKAGES and fields.get("Status", "").endswith(" installed"):
+            found[package] = version
+    for package, runtime in PACKAGES.items():
+        if package in found:
+            version = found[package].partition(":")[2] or found[package]
+            version = version.rpartition("-")[0] or version
+            if _VERSION.fullmatch(version):
+                return Runtime(runtime, version, f"package {package} {found[package]} "
+                               f"({DPKG_STATUS})", runtime)
+    tried.append(f"{DPKG_STATUS}: no {', '.join(PACKAGES)} package installed")
+    return None
 
 
 def pids(root: str, comm: str) -> list[int]:
     """The PIDs of the processes named `comm` in the root's /proc, lowest first."""
-    proc = os.path.join(root, "proc")
     try:
+        proc = here(root, "/proc", links=False)
         numbers = sorted(int(n) for n in os.listdir(proc) if n.isdigit())
-    except OSError:
+    except (OSError, UsageError):
         return []
     out = []
     for pid in numbers:
@@ -211,7 +131,7 @@ def pids(root: str, comm: str) -> list[int]:
 # --- what sits behind the guard ----------------------------------------------------------------
 
 
-def behind(node: Node, found: Found) -> None:
+def behind(node: Node, found: Found, multus_version: str | None) -> None:
     """Fill `found` with the conf the runtime uses and what sits behind the guard in it."""
     found.conf_path = node.conf_path
     found.conf_error = node.conf_error
@@ -223,8 +143,8 @@ def behind(node: Node, found: Found) -> None:
     if node.guard is not None:
         mode = node.guard.get("mode")
         found.mode = mode if isinstance(mode, str) else "enforce"
-        delegate = node.guard.get("delegate")
-        plugin = delegate if isinstance(delegate, dict) else None
+        wrapped = node.guard.get("delegate")  # the guard's own key: the plugin it execs
+        plugin = wrapped if isinstance(wrapped, dict) else None
     else:
         plugin = _unwrapped(node.conf_path, conf, found)
     if plugin is None or not isinstance(plugin.get("type"), str):
@@ -232,11 +152,11 @@ def behind(node: Node, found: Found) -> None:
         return
     kind = plugin["type"]
     if kind in (chains.MULTUS_THIN, chains.MULTUS_THICK):
-        found.behind = _multus(node, plugin, kind, found)
+        found.behind = _multus(node, plugin, kind, found, multus_version)
     else:
         # the conf's plugins as the runtime runs them: the guard's entry is its delegate
         plain = patch.unwrap(conf, confdir.is_list(node.conf_path)) or conf
-        found.behind = chains.Behind(kind, delegates=tuple(_types(plain)))
+        found.behind = chains.Behind(kind, plugins=tuple(_types(plain)))
 
 
 def _unwrapped(path: str, conf: dict[str, Any], found: Found) -> dict[str, Any] | None:
@@ -254,7 +174,7 @@ def _unwrapped(path: str, conf: dict[str, Any], found: Found) -> dict[str, Any] 
 
 
 def _types(conf: object) -> list[str]:
-    """The plugin types of a conf or conflist (a delegate list's entry, a file's contents)."""
+    """The plugin types of a conf or conflist (an entry of multus's `delegates`, a file)."""
     if not isinstance(conf, dict):
         return []
     plugins = conf.get("plugins")
@@ -263,43 +183,33 @@ def _types(conf: object) -> list[str]:
         p.get("type"), str)]
 
 
-def _multus(node: Node, plugin: dict[str, Any], kind: str, found: Found) -> chains.Behind:
+def _multus(node: Node, plugin: dict[str, Any], kind: str, found: Found,
+            version: str | None) -> chains.Behind:
     form, network = chains.form_of(plugin)
     config_file = None
     if kind == chains.MULTUS_THICK:
         config_file = _daemon_config_file(node, found)
-    delegates: list[str] = []
+    plugins: list[str] = []
     if form == chains.INLINE:
         for entry in plugin.get("delegates", []):
-            delegates += _types(entry)
+            plugins += _types(entry)
     elif form == chains.PATH and network is not None:
-        delegates = _types(_network_file(node, network, found))
+        plugins = _types(_network_file(node, network, found))
     elif form == chains.NAME and network is not None:
-        delegates = _types(_named_network(node, network, found))
-    version, source = multus_version(node, kind)
-    found.multus_version_from = source
-    return chains.Behind(kind, form, network, config_file, version, tuple(delegates))
-
-
-def read_json(path: str) -> dict[str, Any] | None:
-    """A JSON object from a node file: bounded, no final symlink followed; None otherwise."""
-    try:
-        data = fsutil.read_at(None, path, MAX_CONF)
-        value = json.loads(data) if data is not None else None
-    except (OSError, ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+        plugins = _types(_named_network(node, network, found))
+    found.multus_version_from = "--multus-version" if version else ""
+    return chains.Behind(kind, form, network, config_file, version, tuple(plugins))
 
 
 def _network_file(node: Node, network: str, found: Found) -> dict[str, Any] | None:
     """The conf `clusterNetwork` names by path: where it says under the root, else (the path as
     multus thick's daemon sees it, /host/etc/cni/net.d/...) its name in the conf dir, as auto
     mode finds it there."""
-    for here in (_under(node.root, network),
-                 os.path.join(node.conf_dir, os.path.basename(network))):
-        if here and (conf := read_json(here)) is not None:
-            if here != _under(node.root, network):
-                found.notes.append(f"clusterNetwork {network} read as {here} (the daemon's view "
+    where = _here_or_none(node.root, network)
+    for path in (where, os.path.join(node.conf_dir, os.path.basename(network))):
+        if path and (conf := read_json(path)) is not None:
+            if path != where:
+                found.notes.append(f"clusterNetwork {network} read as {path} (the daemon's view "
                                    "of the conf dir)")
             return conf
     found.notes.append(f"clusterNetwork {network}: not readable on the node")
@@ -322,44 +232,23 @@ def _named_network(node: Node, name: str, found: Found) -> dict[str, Any] | None
     return None
 
 
-def _under(root: str, path: str) -> str | None:
+def _here_or_none(root: str, path: str) -> str | None:
     try:
-        return options.located(root, path)
+        return here(root, path)
     except UsageError:
         return None
 
 
-_MULTUS_VERSION = re.compile(r"version:\s*(v?\d+\.\d+\.\d+[^\s(,]*)")
-
-
-def multus_version(node: Node, kind: str) -> tuple[str | None, str]:
-    """multus's version: its binary in the bin dir, else its daemon's (thick), run `-version`
-    chrooted; (None, why) when neither tells."""
-    candidates = [os.path.join(node.bin_dir, kind)]
-    if kind == chains.MULTUS_THICK:
-        candidates += process_exes(node.root, "multus-daemon")
-    why = []
-    for here in candidates:
-        if not os.path.isfile(here):
-            continue
-        out, reason = run_version(node.root, here, ["-version"])
-        match = _MULTUS_VERSION.search(out or "")
-        on_node = bundle.node_path(node.root, here) or here
-        if match:
-            return match.group(1), f"{on_node} -version"
-        why.append(f"{on_node} -version: {reason or 'no version in its output'}")
-    return None, "; ".join(why) or f"no {kind} binary in {node.bin_dir}"
-
-
 def _daemon_config_file(node: Node, found: Found) -> str | None:
     """thick's `multusConfigFile` ("auto" or a path): the daemon config under the conf dir
-    where the node has it, else the running daemon's `-config` through /proc/PID/root."""
-    paths = [os.path.join(node.conf_dir, multusdaemon.DAEMON_CONFIG)]
+    where the node has it, else the running daemon's `-config` inside that process's root."""
+    paths: list[str | None] = [os.path.join(node.conf_dir, multusdaemon.DAEMON_CONFIG)]
     for pid in pids(node.root, "multus-daemon"):
         config = _daemon_flag(node.root, pid) or "/etc/cni/net.d/" + multusdaemon.DAEMON_CONFIG
-        paths.append(os.path.join(node.root, "proc", str(pid), "root", config.lstrip("/")))
+        inside = here(node.root, f"/proc/{pid}/root", links=False)
+        paths.append(_here_or_none(inside, config))
     for path in paths:
-        conf = read_json(path)
+        conf = read_json(path) if path else None
         if conf is not None:
             value = conf.get("multusConfigFile", "auto")  # its default (config.go:75)
             return value if isinstance(value, str) else None
@@ -371,8 +260,9 @@ def _daemon_config_file(node: Node, found: Found) -> str | None:
 def _daemon_flag(root: str, pid: int) -> str | None:
     """The daemon's `-config`/`--config` value from its cmdline."""
     try:
-        raw = fsutil.read_regular(None, f"{root}/proc/{pid}/cmdline", 65536).data
-    except (OSError, ValueError):
+        raw = fsutil.read_regular(None, here(root, f"/proc/{pid}/cmdline", links=False),
+                                  65536).data
+    except (OSError, ValueError, UsageError):
         return None
     args = raw.decode(errors="replace").split("\0")
     for i, arg in enumerate(args):

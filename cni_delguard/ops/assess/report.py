@@ -1,9 +1,9 @@
-"""What `assess` says about a node, from what the probe found and the matrix of record (pure).
+"""What `assess` says about a node, from what the probe found and the shipped verdicts (pure).
 
-`assessment(found, matrix)` puts the node in a runtime range (ranges.py) and a kind of chain
-(chains.py) and takes, for each chain the matrix measured for that kind, the verdict of that
-range (verdict.py). A node whose runtime, version or chain the matrix cannot place, or whose
-range has no row of its chain, is unmeasured: said so, never mapped to the nearest row.
+`assessment(found, shipped)` puts the node in a runtime range (ranges.py) and a kind of chain
+(chains.py) and looks up, for each chain the matrix measured for that kind, its verdict in that
+range (verdicts.py). A node whose runtime, version or chain the matrix cannot place, or whose
+range has no verdict of its chain, is unmeasured: said so, never mapped to the nearest row.
 `as_json` is the `--output json` document (SCHEMA), `text` the short human one, `summary` the
 one line the installer logs at start.
 """
@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cni_delguard.ops.assess import chains, matrix, ranges, verdict
+from cni_delguard.ops.assess import chains, ranges
 from cni_delguard.ops.assess.facts import Found
+from cni_delguard.ops.assess.verdicts import Chain, Shipped
 
-SCHEMA = 1
+SCHEMA = 2  # 2: `behind.plugins` (was `delegates`), `matrix.rows`
 # Where to read the runtime when the node shows it nowhere assess can look (the installer's pod
 # mounts the node's CNI dirs alone: no runtime socket, binary or /proc of the node's).
 RUNTIME_HINT = (
@@ -27,17 +28,30 @@ RELEASE_VALVE = ("`cni-delguard release` frees a sandbox whose DEL keeps failing
                  "completed ADD (docs/troubleshooting.md)")
 
 
+# Effects as the shipped scenarios name them (delguard_build/verdict.py's EFFECTS).
+STUCK, WORSE = "stuck-either-way", "stuck-with-guard-only"
+
+
 @dataclass(frozen=True)
 class Measured:
-    chain: chains.Measured
-    verdict: verdict.Verdict
+    """A chain the matrix measured for the node's kind, and its verdict in the node's range."""
+
+    chain: Chain
+    verdict: dict[str, Any]  # as shipped (verdicts.py)
     exact: bool  # the node's runtime version is one the chain ran on
+
+    def named(self, key: str) -> list[str]:
+        return list(self.verdict[key])
+
+    def held(self) -> list[str]:
+        """The scenarios stuck with the guard too, in the matrix's order."""
+        return [s["scenario"] for s in self.verdict["scenarios"] if s["effect"] in (STUCK, WORSE)]
 
 
 @dataclass(frozen=True)
 class Assessment:
     found: Found
-    matrix: matrix.Matrix
+    shipped: Shipped
     range: ranges.Range | None
     kind: chains.Kind | None
     measured: tuple[Measured, ...]  # the kind's chains that have rows in the range
@@ -49,7 +63,7 @@ class Assessment:
         return "measured" if self.measured else "unmeasured"
 
 
-def assessment(found: Found, m: matrix.Matrix) -> Assessment:
+def assessment(found: Found, shipped: Shipped) -> Assessment:
     rt = found.runtime
     where = ranges.of(rt.name, rt.version) if rt and rt.name and rt.version else None
     kind = chains.classify(found.behind)
@@ -61,21 +75,21 @@ def assessment(found: Found, m: matrix.Matrix) -> Assessment:
         (rt is not None and rt.name is not None and rt.version is not None and where is None,
          f"{rt.name if rt else ''} {rt.version if rt else ''} is in no range of the matrix"),
         (kind is None, "no plugin found behind the guard"),
-        (kind is not None and not kind.delegates,
+        (kind is not None and not kind.chains,
          f"the matrix ran no chain of this kind ({kind.label if kind else ''})"),
     ) if bad]
     measured, unmeasured = [], []
     if where is not None and kind is not None and rt is not None:
-        for delegate in kind.delegates:
-            v = verdict.verdict(m.rows, where, delegate)
-            if v.measured:
-                measured.append(Measured(chains.MEASURED[delegate], v, rt.version in v.versions))
+        for name in kind.chains:
+            v = shipped.of(where.name, name)
+            if v is not None:
+                measured.append(Measured(shipped.chains[name], v, rt.version in v["versions"]))
             else:
-                unmeasured.append(delegate)
+                unmeasured.append(name)
     if not why and not measured:
-        why = [f"the matrix has no row of {', '.join(kind.delegates) if kind else '?'} in this "
+        why = [f"the matrix has no row of {', '.join(kind.chains) if kind else '?'} in this "
                "range"]
-    return Assessment(found, m, where, kind, tuple(measured), tuple(unmeasured),
+    return Assessment(found, shipped, where, kind, tuple(measured), tuple(unmeasured),
                       "; ".join(why) if not measured else "")
 
 
@@ -107,34 +121,35 @@ def _behind_text(a: Assessment) -> str:
         what += f", clusterNetwork by {b.form} {b.cluster_network}"
     if b.config_file is not None:
         what += f", multusConfigFile {b.config_file}"
-    if b.delegates:
-        what += f" -> {', '.join(b.delegates)}"
+    if b.plugins:
+        what += f" -> {', '.join(b.plugins)}"
     return what
 
 
 def summary(a: Assessment) -> str:
     """One line: the runtime, the chain, and what the matrix says (or that it is unmeasured)."""
     head = f"{_runtime_text(a)}; {_behind_text(a)}"
-    tail = f" (matrix {a.matrix.short_commit} of {a.matrix.date})"
+    tail = f" (matrix {a.shipped.short_commit} of {a.shipped.date})"
     first = primary(a)
     if first is None:
         return f"{head}: unmeasured: {a.why_unmeasured}{tail}"
-    v = first.verdict
-    stuck, freed = v.stuck_without, v.named(verdict.FREED)
-    held = v.named(verdict.STUCK, verdict.WORSE)
+    stuck, freed, held = first.named("stuckWithout"), first.named("freed"), first.held()
     said = [f"stuck without the guard: {', '.join(stuck) or 'nothing measured'}",
             f"the guard frees: {', '.join(freed) or 'nothing'}"]
     if held:
         valve = ("`cni-delguard release` frees such a sandbox: measured"
-                 if v.named(verdict.RELEASE) else "the release valve: `cni-delguard release`")
+                 if first.named("freedByRelease") else
+                 "the release valve: `cni-delguard release`")
         said.append(f"stuck with it too: {', '.join(held)} ({valve})")
-    if v.kept:
-        said.append(f"it keeps DELs from the delegate in: {', '.join(v.kept)}")
-    versions = "this version" if first.exact else f"measured on {', '.join(v.versions)}"
-    return f"{head}: {'; '.join(said)} [{first.chain.delegate}, {versions}]{tail}"
+    kept = first.verdict["keptFromDelegate"]
+    if kept:
+        said.append(f"it keeps DELs from the delegate in: {', '.join(kept)}")
+    versions = ("this version" if first.exact else
+                f"measured on {', '.join(first.named('versions'))}")
+    return f"{head}: {'; '.join(said)} [{first.chain.name}, {versions}]{tail}"
 
 
-def text(a: Assessment, root: str, layout: str, conf_dir: str) -> list[str]:
+def text(a: Assessment, layout: str, conf_dir: str) -> list[str]:
     f = a.found
     rt = f.runtime
     lines = [f"cni-delguard assess (read-only): layout {layout}, conf dir {conf_dir}"]
@@ -155,20 +170,21 @@ def text(a: Assessment, root: str, layout: str, conf_dir: str) -> list[str]:
         lines.append(f"          multus version from: {f.multus_version_from or 'unknown'}")
     lines.append(f"chain:    {a.kind.label if a.kind else 'none'}")
     lines.extend(f"note:     {n}" for n in f.notes)
-    lines.append(f"matrix:   commit {a.matrix.short_commit}, run on {a.matrix.date}")
+    lines.append(f"matrix:   commit {a.shipped.short_commit}, run on {a.shipped.date}")
     if not a.measured:
         lines.append(f"unmeasured: {a.why_unmeasured}")
     for x in a.measured:
         multus = f", multus {x.chain.multus}" if x.chain.multus else ""
-        on = "this version" if x.exact else f"not this version; {', '.join(x.verdict.versions)}"
-        lines.append(f"  {x.chain.delegate} ({x.chain.label}{multus}; {on}):")
+        on = "this version" if x.exact else f"not this version; {', '.join(x.named('versions'))}"
+        lines.append(f"  {x.chain.name} ({x.chain.label}{multus}; {on}):")
         if x.chain.stand_in and f.behind.plugin:
             lines.append(f"    (a stand-in: whether {f.behind.plugin} fails a DEL once it holds "
                          "no state was not measured)")
-        lines.extend(f"    {line}" for line in verdict.lines(x.verdict))
-    for delegate in a.unmeasured:
-        lines.append(f"  {delegate}: not measured in this range")
-    if any(x.verdict.named(verdict.STUCK, verdict.RELEASE, verdict.WORSE) for x in a.measured):
+        lines.extend(f"    {line}" for line in x.named("lines"))
+    for name in a.unmeasured:
+        lines.append(f"  {name}: not measured in this range")
+    if any(x.named("stuckWithGuard") or x.named("freedByRelease") or
+           x.named("stuckOnlyWithGuard") for x in a.measured):
         lines.append(f"not freed by the guard: {RELEASE_VALVE}")
     lines.append(f"summary:  {summary(a)}")
     return lines
@@ -193,10 +209,10 @@ def as_json(a: Assessment, root: str, layout: str, conf_dir: str, bin_dir: str) 
                    "clusterNetwork": b.cluster_network, "multusConfigFile": b.config_file,
                    "multusVersion": b.multus_version,
                    "multusVersionFrom": f.multus_version_from or None,
-                   "delegates": list(b.delegates)},
+                   "plugins": list(b.plugins)},
         "chain": None if a.kind is None else {"kind": a.kind.name, "label": a.kind.label},
         "notes": f.notes,
-        "matrix": {"commit": a.matrix.commit, "date": a.matrix.date},
+        "matrix": {"commit": a.shipped.commit, "date": a.shipped.date},
         "status": a.status,
         "unmeasuredBecause": a.why_unmeasured or None,
         "measured": [_measured_json(x) for x in a.measured],
@@ -207,21 +223,6 @@ def as_json(a: Assessment, root: str, layout: str, conf_dir: str, bin_dir: str) 
 
 
 def _measured_json(x: Measured) -> dict[str, Any]:
-    v = x.verdict
-    return {
-        "chain": x.chain.delegate,
-        "label": x.chain.label,
-        "multusVersion": x.chain.multus,
-        "standIn": x.chain.stand_in,
-        "versions": list(v.versions),
-        "thisVersion": x.exact,
-        "stuckWithout": v.stuck_without,
-        "freed": v.named(verdict.FREED),
-        "stuckWithGuard": v.named(verdict.STUCK),
-        "freedByRelease": v.named(verdict.RELEASE),
-        "stuckOnlyWithGuard": v.named(verdict.WORSE),
-        "keptFromDelegate": v.kept,
-        "scenarios": [{"scenario": s.name, "effect": s.effect, "runs": [
-            {"version": p.version, "driver": p.driver, "without": p.without,
-             "with": p.with_guard, "kept": p.kept} for p in s.pairs]} for s in v.scenarios],
-    }
+    shown = {k: v for k, v in x.verdict.items() if k != "lines"}
+    return {"chain": x.chain.name, "label": x.chain.label, "multusVersion": x.chain.multus,
+            "standIn": x.chain.stand_in, "thisVersion": x.exact, **shown}
