@@ -21,8 +21,7 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cni_delguard.ops.assess import ranges
-from delguard_build import chains, matrix, verdict
+from delguard_build import chains, matrix, ranges, verdict
 
 RECORD = matrix.RECORD
 RUNTIME_NAMES = {"containerd": "containerd", "cri-o": "CRI-O"}

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cni_delguard.ops.assess import ranges
-from delguard_build import matrix
+from delguard_build import matrix, ranges
 
 # The effect of the guard on one scenario, from (outcome without, outcome with).
 FREED = "freed"  # stuck without, removed with: the guard frees it

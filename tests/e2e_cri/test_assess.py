@@ -16,8 +16,8 @@ import subprocess
 
 import pytest
 
-from cni_delguard.ops.assess import chains, ranges
-from delguard_build import matrix, verdict
+from cni_delguard.ops.assess import chains
+from delguard_build import matrix, ranges, verdict
 from tests.e2e_cri.cri import CriClient
 from tests.e2e_cri.matrix_chains import CHAINS
 from tests.e2e_cri.node import Node

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from cni_delguard.ops.assess import chains, ranges
-from delguard_build import matrix, verdict
+from cni_delguard.ops.assess import chains
+from delguard_build import matrix, ranges, verdict
 from tests.e2e_cri.runtimes import RUNTIMES, Runtime
 from tests.support import assessroot, guard, peers
 from tests.support.installerproc import command

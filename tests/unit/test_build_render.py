@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cni_delguard.ops.assess import ranges
-from delguard_build import chains, matrix, render, verdict
+from delguard_build import chains, matrix, ranges, render, verdict
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

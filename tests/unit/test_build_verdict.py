@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cni_delguard.ops.assess import ranges
-from delguard_build import matrix, verdict
+from delguard_build import matrix, ranges, verdict
 
 BEFORE = ranges.BY_NAME["containerd-before-boundary"]
 AFTER = ranges.BY_NAME["containerd-after-boundary"]

@@ -1,16 +1,11 @@
 """What sits behind the guard, as the matrix knows it: one row per kind of chain (pure).
 
-A node's conf says which plugin the guard wraps (or would wrap) and, for multus, how the network
-it delegates to is given: `delegates` inline, `clusterNetwork` by a file's path (what multus
-thick's `multusConfigFile: auto` writes: pkg/server/config/manager.go:202 in v4.3.0), or by a
-name (a NetworkAttachmentDefinition or a conf file found by its network name). Each kind names
-the matrix's chains that measured it (delguard_build/chains.py says what each one is); a kind
-none measured is unmeasured, never mapped to the nearest one. Adding a kind is one row here.
-
-What multus does with a DEL differs between these forms in v4.3.0 and before (issue 1449: a
-conflist loaded by path is re-encoded for DEL without the keys CNI's types do not know, so
-kube-ovn loses `server_socket` on every DEL; fixed after v4.3.0 by PR 1521), which is why a path
-and an inline list are two kinds, and why the multus version of each measured chain is data.
+A node's conf says which plugin the guard wraps (or would wrap) and, for multus, how its network
+is given: `delegates` inline, `clusterNetwork` by a file's path (what thick's `multusConfigFile:
+auto` writes: pkg/server/config/manager.go:202 in v4.3.0) or by a name. Each kind names the
+matrix's chains that measured it (delguard_build/chains.py); a kind none measured is unmeasured.
+A path and an inline list are two kinds: multus v4.3.0 re-encodes a conflist loaded by path for
+DEL without the keys CNI's types lack (multus issue 1449, PR 1521), losing kube-ovn's socket.
 """
 
 from __future__ import annotations
