@@ -22,9 +22,9 @@ import os
 import threading
 from typing import Any, Protocol
 
+from cni_delguard.host.root import NodeRoot
 from cni_delguard.monitoring import endpoint
 from cni_delguard.node import actions, watch
-from cni_delguard.node import options as where
 from cni_delguard.tooling import UsageError
 
 
@@ -90,7 +90,7 @@ def start(
     from cni_delguard.monitoring.feed import Plan, WatcherFeed
 
     plan = Plan(opts, log_file, counts, args.stuck_after, args.metrics_interval)
-    textfile = where.under(args.root, args.metrics_file) if args.metrics_file else None
+    textfile = NodeRoot(args.root).here(args.metrics_file) if args.metrics_file else None
     metrics = Exporter(WatcherFeed(plan), args.metrics_address, textfile, plan.interval, say,
                        counts)
     metrics.start()

@@ -17,8 +17,8 @@ One module per job:
 | `follow.py` | the decision log read as it grows (`Tail`); DELs let through, into the log |
 | `fsops.py` | file copy, symlink switch, fsync of directories, private dirs |
 | `watch.py` | `--watch`: keep the conf wrapped and the bundle whole, with storm damping |
-| `options.py` | the options every command shares; `under`, the one `--root` join; `located` |
-| `layouts.py` | the node layouts, one row each; `--layout auto` finds one under the root |
+| `options.py` | the options every command shares |
+| `runs.py` | does a plugin run on the node: it answers VERSION, run as the runtime would run it |
 """
 
 from __future__ import annotations

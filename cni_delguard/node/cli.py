@@ -28,19 +28,20 @@ from collections.abc import Callable
 from typing import Any, Protocol, TextIO, TypeVar
 
 from cni_delguard.guard import defaults
+from cni_delguard.host import dirs, layouts
+from cni_delguard.host.root import NodeRoot, absolute
 from cni_delguard.node import (
     actions,
     confdir,
     follow,
     hostlock,
-    layouts,
     live,
     multusdaemon,
+    options,
     ready,
     record,
     watch,
 )
-from cni_delguard.node import options as where
 from cni_delguard.node.errors import InstallerError, NoConfError
 from cni_delguard.tooling import Parser, UsageError
 
@@ -138,7 +139,7 @@ def register(sub: Any, metrics: Metrics | None = None, assess: Assess | None = N
 def _add_where(p: argparse.ArgumentParser) -> None:
     """Where the node keeps what the command looks at (every one of the three)."""
     layouts.add_option(p)
-    where.add(p, "bin_dir", "conf_dir")
+    options.add(p, "bin_dir", "conf_dir")
     p.add_argument(
         "--conf-file",
         metavar="NAME",
@@ -146,7 +147,7 @@ def _add_where(p: argparse.ArgumentParser) -> None:
         "one the runtime uses, the first .conf/.conflist/.json by name)",
     )
     kept = "the installer keeps originals, its lock and the uninstall record in DIR/installer"
-    where.add(
+    options.add(
         p,
         "state_dir",
         "root",
@@ -261,15 +262,18 @@ _NEEDS = {
 }
 
 
-def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> actions.Options:
-    """The node as this command sees it: the layout's paths (`--layout`, auto: found under
-    --root), each replaced by its flag when given, reached through --root."""
-    layout = layouts.of(args, _NEEDS[args.command] if needs is None else needs)
-    node_conf_dir, node_bin_dir, source = layouts.runtime_dirs(
-        layout, args.root, args.conf_dir, args.bin_dir)
-    bin_dir = where.located(args.root, node_bin_dir)
-    conf_dir = where.located(args.root, node_conf_dir)
-    keys: dict[str, Any] = layouts.guard_keys(layout) if args.command == "install" else {}
+def node_dirs(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> dirs.NodeDirs:
+    """The node's dirs as this command sees them: the layout's (`--layout`, auto: found under
+    --root), the runtime's config's, each replaced by its flag when given."""
+    return dirs.find(args.root, args.layout, conf_dir=args.conf_dir, bin_dir=args.bin_dir,
+                     state_dir=args.state_dir,
+                     needs=_NEEDS[args.command] if needs is None else needs)
+
+
+def node_options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> actions.Options:
+    """The node as this command sees it (node_dirs), and what the command does there."""
+    found = node_dirs(args, needs)
+    keys: dict[str, Any] = layouts.guard_keys(found.layout) if args.command == "install" else {}
     guard_keys = (
         ("state_dir", "stateDir"),
         ("log_file", "logFile"),
@@ -280,24 +284,24 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
         value = getattr(args, attr, None)
         if value is not None:
             # The conf gets the path as the guard will read it (normalized), never `/../x`.
-            keys[key] = where.absolute(value) if key in _PATH_KEYS and value else value
+            keys[key] = absolute(value) if key in _PATH_KEYS and value else value
     if args.command == "install":
-        multus_dir = args.multus_cache_dir or multusdaemon.cni_dir(args.root, node_conf_dir)
+        multus_dir = args.multus_cache_dir or multusdaemon.cni_dir(found.root, found.conf_dir)
         if multus_dir:
             keys["multusCacheDirs"] = multusdaemon.cache_dirs(multus_dir)
     bundle_dir = None
     if args.command == "install" and not args.no_bundle:
         bundle_dir = args.bundle_dir or default_bundle_dir()
     return actions.Options(
-        root=os.path.normpath(args.root),
-        bin_dir=bin_dir,
-        conf_dir=conf_dir,
+        root=found.root.path,
+        bin_dir=found.bin_here,
+        conf_dir=found.conf_here,
         conf_file=args.conf_file,
         wrap=getattr(args, "wrap", None),
-        state_dir=where.under(args.root, args.state_dir or layout.state_dir),
-        layout=layout.name,
-        source=source,
-        log_file=layout.log_file,
+        state_dir=found.state_here,
+        layout=found.layout.name,
+        source=found.source,
+        log_file=found.layout.log_file,
         bundle_dir=bundle_dir,
         keys=keys,
         dry_run=getattr(args, "dry_run", False),
@@ -305,24 +309,16 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
     )
 
 
-def _dirs(args: argparse.Namespace, layout: layouts.Layout) -> tuple[str, str, str]:
-    """The bin dir and conf dir the runtime uses now, as seen from here, and where they came
-    from: the flag's, the runtime's own config's or the layout's, with the node's links
-    followed inside --root (k3s's data/current, MicroK8s' current), so a distribution's upgrade
-    that moves a link or rewrites the runtime's config moves them."""
-    conf_dir, bin_dir, source = layouts.runtime_dirs(layout, args.root, args.conf_dir,
-                                                     args.bin_dir)
-    return where.located(args.root, bin_dir), where.located(args.root, conf_dir), source
-
-
-def _resolver(args: argparse.Namespace, name: str) -> watch.Resolve:
+def _resolver(args: argparse.Namespace, layout: str) -> watch.Resolve:
     """What the watcher calls on every poll: the dirs of the layout it started on (never
-    chosen again: a layout is not found anew while the node runs), resolved again."""
-    layout = layouts.BY_NAME[name]
+    chosen again: a layout is not found anew while the node runs), resolved again, so a
+    distribution's upgrade that moves a link or rewrites the runtime's config moves them."""
+    row = layouts.BY_NAME[layout]
 
-    def resolve(opts: actions.Options) -> actions.Options:
-        bin_dir, conf_dir, source = _dirs(args, layout)
-        return dataclasses.replace(opts, bin_dir=bin_dir, conf_dir=conf_dir, source=source)
+    def resolve(current: actions.Options) -> actions.Options:
+        now = dirs.of_layout(args.root, row, conf_dir=args.conf_dir, bin_dir=args.bin_dir)
+        return dataclasses.replace(current, bin_dir=now.bin_here, conf_dir=now.conf_here,
+                                   source=now.source)
 
     return resolve
 
@@ -367,7 +363,7 @@ def run(args: argparse.Namespace, out: TextIO, stderr: TextIO) -> int:
     except UsageError as exc:
         say(f"usage: {exc}")
         return 2
-    except InstallerError as exc:
+    except (InstallerError, layouts.NoLayoutError) as exc:
         say(str(exc))
         return exc.code
     except OSError as exc:  # fsutil.UnsafeFileError included
@@ -396,14 +392,14 @@ def _live(args: argparse.Namespace, out: TextIO) -> int:
 
 def _ready(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        opts = options(args)
+        opts = node_options(args)
     except layouts.NoLayoutError as exc:
         if not args.uninstalled:
             out.write(f"not ready: {exc}\n")
             return 10
         # No layout's conf and no guard anywhere: the guard is off every layout's dirs; the
         # uninstall record (in the state dir every layout shares) says whether that is so.
-        opts = dataclasses.replace(options(args, needs=("state_dir",)), conf_file=None)
+        opts = dataclasses.replace(node_options(args, needs=("state_dir",)), conf_file=None)
     code, line = (ready.uninstalled if args.uninstalled else ready.guarded)(opts)
     if code == 0 and args.live_file and (problem := live.metrics_problem(args.live_file,
                                                                          time.time())):
@@ -429,7 +425,7 @@ def _options_waiting(
 
     def get() -> actions.Options:
         tick()
-        return options(args)
+        return node_options(args)
 
     return _waiting(get, layouts.NoLayoutError, seconds, say, stop)
 
@@ -540,7 +536,7 @@ def _guard_log(args: argparse.Namespace, opts: actions.Options) -> str:
     """The guard's decision log as seen from here ('' when it is turned off)."""
     if args.log_file == "":
         return ""
-    return where.under(args.root, args.log_file or opts.log_file)
+    return NodeRoot(args.root).here(args.log_file or opts.log_file)
 
 
 def _tasks(

@@ -16,7 +16,8 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from cni_delguard.guard import decide, defaults
-from cni_delguard.node import layouts, options
+from cni_delguard.host import layouts
+from cni_delguard.node import options
 from cni_delguard.ops import logread
 from cni_delguard.ops.logread import LogError, LogReader
 from cni_delguard.ops.text import as_json, clean

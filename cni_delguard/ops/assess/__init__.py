@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import os
 
-from cni_delguard.node import layouts, options
+from cni_delguard.host import dirs, layouts
+from cni_delguard.node import options
 from cni_delguard.ops.assess import matrix, probe, report
 from cni_delguard.ops.assess.facts import Found
 from cni_delguard.ops.doctor.node import discover
@@ -125,9 +126,9 @@ def examine(
     if not os.path.isdir(root):
         raise UnreadableError(f"--root {clean(root)} is not a directory")
     try:
-        row = _layout(root, layout, conf_dir, bin_dir)
-        node_conf, node_bin, _ = layouts.runtime_dirs(row, root, conf_dir, bin_dir)
-        node = discover(root, node_conf, node_bin, row)
+        found_dirs = dirs.find(root, layout, conf_dir=conf_dir, bin_dir=bin_dir,
+                               standard_when_none=True)
+        node = discover(found_dirs)
         _readable(node.conf_dir)
         packaged = matrix.packaged()
         given = probe.given(runtime) if runtime is not None else None
@@ -138,18 +139,8 @@ def examine(
     found = Found()
     found.runtime, found.tried = (given, []) if given else probe.runtime(root, endpoint)
     probe.behind(node, found)
-    return Examined(report.assessment(found, packaged), root, row.name, node.conf_dir,
-                    node.bin_dir)
-
-
-def _layout(root: str, name: str, conf_dir: str | None, bin_dir: str | None) -> layouts.Layout:
-    """The node's layout; the standard one when no layout's conf is found (doctor's rule)."""
-    needs = tuple(f for f, flag in (("conf_dir", conf_dir), ("bin_dirs", bin_dir))
-                  if flag is None)
-    try:
-        return layouts.choose(root, name, needs)
-    except layouts.NoLayoutError:
-        return layouts.STANDARD
+    return Examined(report.assessment(found, packaged), root, found_dirs.layout.name,
+                    node.conf_dir, node.bin_dir)
 
 
 def _readable(conf_dir: str) -> None:

@@ -4,7 +4,8 @@ The runtime and its version, first found wins (RUNTIME_SOURCES, in this order):
 1. the CRI Version call (cri.py) on `--runtime-endpoint`, then on each socket of RUNTIMES found
    under the root: the running daemon's own answer;
 2. the binary of a running runtime process (the root's /proc: its comm, its exe) run with
-   `--version`, chrooted into the root as the installer runs plugins (bundle.run_on_node);
+   `--version`, through the host floor (host/run.py), which refuses it: a binary found through a
+   process is never run;
 3. the binary where the runtime's packages put it (RUNTIMES' `binaries`), the same way.
 
 What sits behind the guard: the conf the runtime uses (the first by name in the conf dir that
@@ -22,12 +23,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cni_delguard.node import bundle, confdir, multusdaemon, options, patch
+from cni_delguard.host import run
+from cni_delguard.host.root import NodeRoot, as_root
+from cni_delguard.node import confdir, multusdaemon, patch
 from cni_delguard.ops.assess import chains, cri
 from cni_delguard.ops.assess.facts import Found, Runtime
 from cni_delguard.ops.doctor.node import Node
@@ -98,7 +100,7 @@ def runtime(root: str, endpoint: str | None) -> tuple[Runtime | None, list[str]]
 
 def _from_cri(root: str, endpoint: str | None, tried: list[str]) -> Runtime | None:
     """The endpoint given (as it is: a path here), else each table socket under the root."""
-    table = [options.located(root, s) for r in RUNTIMES for s in r.sockets]
+    table = [NodeRoot(root).located(s) for r in RUNTIMES for s in r.sockets]
     paths = [endpoint.removeprefix("unix://")] if endpoint else [s for s in
                                                                   dict.fromkeys(table)
                                                                   if _is_socket(s)]
@@ -126,8 +128,8 @@ def _is_socket(path: str) -> bool:
 def _from_processes(root: str, endpoint: str | None, tried: list[str]) -> Runtime | None:
     del endpoint
     for row in RUNTIMES:
-        for exe in process_exes(root, row.comm):
-            found = _ask_binary(root, row, exe, tried)
+        for proc, exe in process_exes(root, row.comm):
+            found = _ask_binary(proc, row, exe, tried)
             if found is not None:
                 return found
     return None
@@ -137,7 +139,7 @@ def _from_binaries(root: str, endpoint: str | None, tried: list[str]) -> Runtime
     del endpoint
     for row in RUNTIMES:
         for path in row.binaries:
-            here = options.located(root, path)
+            here = NodeRoot(root).located(path)
             if os.path.isfile(here) and os.access(here, os.X_OK):
                 found = _ask_binary(root, row, here, tried)
                 if found is not None:
@@ -149,8 +151,10 @@ RUNTIME_SOURCES: tuple[Callable[[str, str | None, list[str]], Runtime | None], .
     _from_cri, _from_processes, _from_binaries)
 
 
-def _ask_binary(root: str, row: RuntimeRow, here: str, tried: list[str]) -> Runtime | None:
-    on_node = bundle.node_path(root, here) or here
+def _ask_binary(
+    root: NodeRoot | str, row: RuntimeRow, here: str, tried: list[str]
+) -> Runtime | None:
+    on_node = as_root(root).on_node(here) or here
     out, why = run_version(root, here, ["--version"])
     found = row.version.search(out) if out is not None else None
     if found is None:
@@ -159,48 +163,54 @@ def _ask_binary(root: str, row: RuntimeRow, here: str, tried: list[str]) -> Runt
     return Runtime(row.name, found.group(1), f"{on_node} --version", row.name)
 
 
-def run_version(root: str, here: str, args: list[str]) -> tuple[str | None, str]:
-    """The output of a node binary asked its version (chrooted into `root`), or (None, why)."""
+def run_version(root: NodeRoot | str, here: str, args: list[str]) -> tuple[str | None, str]:
+    """The output of a node binary asked its version (host/run.py: chrooted into `root`, never
+    when found through a process), or (None, why)."""
+    node = as_root(root)
+    on_node = node.on_node(here)
+    if on_node is None:
+        return None, f"cannot run it: {here} is not under {node.path}"
     try:
-        r = bundle.run_on_node(here, args, root, {"PATH": _PATH}, VERSION_TIMEOUT)
-    except subprocess.TimeoutExpired:
+        r = run.program(node, on_node, args, {"PATH": _PATH}, VERSION_TIMEOUT, 65536)
+    except run.TimedOutError:
         return None, f"no answer within {VERSION_TIMEOUT:g} s"
-    except (OSError, ValueError) as exc:
-        return None, f"cannot run it: {getattr(exc, 'strerror', None) or exc}"
-    text = (r.stdout + r.stderr)[:65536].decode("utf-8", "replace")
-    if r.returncode == 125 and text.startswith("cannot chroot"):
-        return None, text.splitlines()[0] + " (needs root, or CAP_SYS_CHROOT)"
+    except run.NotRunError as exc:
+        return None, f"cannot run it: {exc}"
+    text = (r.stdout + r.stderr).decode("utf-8", "replace")
     if r.returncode != 0:
         return None, f"exit {r.returncode}"
     return text, ""
 
 
-def process_exes(root: str, comm: str) -> list[str]:
-    """The executables (as seen from here) of the processes named `comm` in the root's /proc,
-    lowest PID first; a binary deleted since it started is left out."""
-    found = []
-    for pid in pids(root, comm):
+def process_exes(root: NodeRoot | str, comm: str) -> list[tuple[NodeRoot, str]]:
+    """The executables of the processes named `comm` in the root's /proc, lowest PID first,
+    each with the process's root it is seen through (as seen from here, in that root: which the
+    host floor never runs a program of); a binary deleted since it started is left out."""
+    node = as_root(root)
+    found: list[tuple[NodeRoot, str]] = []
+    for pid in pids(node.path, comm):
         try:
-            exe = os.readlink(f"{root}/proc/{pid}/exe")
-            here = options.located(root, exe) if exe.startswith("/") else None
+            exe = os.readlink(node.here(f"/proc/{pid}/exe"))
+            proc = node.process(pid)
+            here = proc.here(exe) if exe.startswith("/") else None
         except (OSError, UsageError):
             continue
-        if here is not None and not exe.endswith(" (deleted)") and here not in found:
-            found.append(here)
+        if here is not None and not exe.endswith(" (deleted)") and (proc, here) not in found:
+            found.append((proc, here))
     return found
 
 
-def pids(root: str, comm: str) -> list[int]:
+def pids(root: NodeRoot | str, comm: str) -> list[int]:
     """The PIDs of the processes named `comm` in the root's /proc, lowest first."""
-    proc = os.path.join(root, "proc")
+    node = as_root(root)
     try:
-        numbers = sorted(int(n) for n in os.listdir(proc) if n.isdigit())
+        numbers = sorted(int(n) for n in os.listdir(node.here("/proc")) if n.isdigit())
     except OSError:
         return []
     out = []
     for pid in numbers:
         try:
-            name = fsutil.read_regular(None, f"{proc}/{pid}/comm", 64).data.strip()
+            name = node.read(f"/proc/{pid}/comm", 64).strip()
         except (OSError, ValueError):
             continue
         if name.decode(errors="replace") == comm:
@@ -324,9 +334,19 @@ def _named_network(node: Node, name: str, found: Found) -> dict[str, Any] | None
 
 def _under(root: str, path: str) -> str | None:
     try:
-        return options.located(root, path)
+        return NodeRoot(root).located(path)
     except UsageError:
         return None
+
+
+def _read_node_json(root: NodeRoot, path: str) -> dict[str, Any] | None:
+    """A JSON object from a node file read through `root` (no link at any component)."""
+    try:
+        data = root.read(path, MAX_CONF)
+        value = json.loads(data)
+    except (OSError, ValueError, RecursionError, UsageError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 _MULTUS_VERSION = re.compile(r"version:\s*(v?\d+\.\d+\.\d+[^\s(,]*)")
@@ -335,16 +355,16 @@ _MULTUS_VERSION = re.compile(r"version:\s*(v?\d+\.\d+\.\d+[^\s(,]*)")
 def multus_version(node: Node, kind: str) -> tuple[str | None, str]:
     """multus's version: its binary in the bin dir, else its daemon's (thick), run `-version`
     chrooted; (None, why) when neither tells."""
-    candidates = [os.path.join(node.bin_dir, kind)]
+    candidates = [(node.host, os.path.join(node.bin_dir, kind))]
     if kind == chains.MULTUS_THICK:
         candidates += process_exes(node.root, "multus-daemon")
     why = []
-    for here in candidates:
+    for root, here in candidates:
         if not os.path.isfile(here):
             continue
-        out, reason = run_version(node.root, here, ["-version"])
+        out, reason = run_version(root, here, ["-version"])
         match = _MULTUS_VERSION.search(out or "")
-        on_node = bundle.node_path(node.root, here) or here
+        on_node = root.on_node(here) or here
         if match:
             return match.group(1), f"{on_node} -version"
         why.append(f"{on_node} -version: {reason or 'no version in its output'}")
@@ -354,12 +374,14 @@ def multus_version(node: Node, kind: str) -> tuple[str | None, str]:
 def _daemon_config_file(node: Node, found: Found) -> str | None:
     """thick's `multusConfigFile` ("auto" or a path): the daemon config under the conf dir
     where the node has it, else the running daemon's `-config` through /proc/PID/root."""
-    paths = [os.path.join(node.conf_dir, multusdaemon.DAEMON_CONFIG)]
+    paths = [(node.host, node.host.on_node(node.conf_dir) or "/", multusdaemon.DAEMON_CONFIG)]
     for pid in pids(node.root, "multus-daemon"):
         config = _daemon_flag(node.root, pid) or "/etc/cni/net.d/" + multusdaemon.DAEMON_CONFIG
-        paths.append(os.path.join(node.root, "proc", str(pid), "root", config.lstrip("/")))
-    for path in paths:
-        conf = read_json(path)
+        # The process's root, nested: its `-config` value is normalised against it, never
+        # leaving it, and read without following a link.
+        paths.append((node.host.process(pid), "/", config))
+    for root, base, name in paths:
+        conf = _read_node_json(root, os.path.join(base, name))
         if conf is not None:
             value = conf.get("multusConfigFile", "auto")  # its default (config.go:75)
             return value if isinstance(value, str) else None
@@ -371,7 +393,7 @@ def _daemon_config_file(node: Node, found: Found) -> str | None:
 def _daemon_flag(root: str, pid: int) -> str | None:
     """The daemon's `-config`/`--config` value from its cmdline."""
     try:
-        raw = fsutil.read_regular(None, f"{root}/proc/{pid}/cmdline", 65536).data
+        raw = NodeRoot(root).read(f"/proc/{pid}/cmdline", 65536)
     except (OSError, ValueError):
         return None
     args = raw.decode(errors="replace").split("\0")
