@@ -8,10 +8,9 @@ again only when it changes) and the watch loop goes on; the bind is tried again 
 a port held by a process that has since gone is taken once it is free. A scrape never waits on a
 refresh: it renders the last snapshot.
 
-This module is the watcher's metrics side as node/cli.py's `Metrics` sees it (`add_options`,
-`check`, `start`): node/ (floor 3) cannot import the monitoring package (floor 5), so
-`cni_delguard.cli` connects it (`register(sub, metrics=exporter)`). The Feed it starts is
-feed.py's WatcherFeed, imported only when a watcher asks for metrics.
+The watcher (cni_delguard/watcher.py, the floor above) calls `add_options`, `check` and
+`start`. The Feed it starts is feed.py's WatcherFeed, imported only when a watcher asks for
+metrics.
 """
 
 from __future__ import annotations

@@ -32,8 +32,9 @@ FLOORS = {
     "node": 4,  # install / uninstall / watch: the bundle and the conf on a node
     "ops": 5,  # the operator's tools that read what the guard and the installer left
     "monitoring": 6,  # the series, their values, the watcher's exporter and its endpoint
-    "cli": 7,  # the process boundary
-    "__main__": 8,  # `python -m cni_delguard`: runs cli
+    "watcher": 7,  # `install --watch`: the watch loop, assess's summary and the metrics, together
+    "cli": 8,  # the process boundary
+    "__main__": 9,  # `python -m cni_delguard`: runs cli
 }
 # The decision core is pure: it may read the marker vocabulary and nothing else of ours.
 PURE = {"cni_delguard.guard.decide": {"cni_delguard.state.marker"}}
