@@ -62,8 +62,8 @@ class Layout:
         """The base DaemonSet's writable volumes (by name) and the host dir each is, on this
         layout: the conf dir, the bin dir (or the one dir that holds it: bin_mount), the state
         dir itself (the installer's lock, records and the guard's markers; not /var/lib/cni,
-        where libcni's and the IPAM plugins' state is: issue 38), the log's dir (mounted
-        read-only: the watcher reads the guard's log)."""
+        where libcni's and the IPAM plugins' state is, which a compromised installer must not
+        reach), the log's dir (mounted read-only: the watcher reads the guard's log)."""
         return {
             "cni-bin": self.bin_mount or self.bin_dirs[0],
             "cni-conf": self.conf_dir,
@@ -73,8 +73,8 @@ class Layout:
 
     def read_only_mounts(self) -> dict[str, tuple[str, str]]:
         """The DaemonSet's read-only hostPath volumes: name -> (host dir, hostPath type). Nothing
-        else of the host is mounted (issue 38: no host `/`); the frozen plugin needs nothing of
-        the node's userland to answer the probe (packaging/README.md)."""
+        else of the host is mounted (no host `/`: the pod reaches only what it needs); the frozen
+        plugin needs nothing of the node's userland to answer the probe (packaging/README.md)."""
         made = len(self.runtime_conf) > 1
         names = ["runtime-conf", *(f"runtime-conf-{i}" for i in range(2, 9))]
         return {name: (path, "DirectoryOrCreate" if made else "Directory")
@@ -87,13 +87,13 @@ LAYOUTS: tuple[Layout, ...] = (
     Layout("standard", "/etc/cni/net.d", ("/opt/cni/bin",)),
     # k3s writes its containerd config with these (pkg/agent/templates: bin_dir, conf_dir; the
     # conf dir is <data-dir>/agent/etc/cni/net.d). Its CNI bins moved to the fixed data/cni in
-    # the October 2024 releases (k3s PR 10868, issue 10869); before, containerd's bin_dir was
-    # literally data/<hash>/bin, the running release's dir (k3s resolves data/current when it
-    # writes the config, issue 6118), which data/current links to (an absolute link:
-    # NodeRoot.resolve follows it inside the node's root, on every poll of the watcher). The
-    # DaemonSet mounts data/ for both.
-    # The DaemonSet mounts data/cni only (issue 38: not data/, every release's binaries,
-    # containerd's among them), so a release before October 2024 needs the installer run by hand.
+    # the October 2024 releases (https://github.com/k3s-io/k3s/pull/10868); before, containerd's
+    # bin_dir was literally data/<hash>/bin, the running release's dir (k3s resolves
+    # data/current when it writes the config, https://github.com/k3s-io/k3s/issues/6118), which
+    # data/current links to (an absolute link: NodeRoot.resolve follows it inside the node's
+    # root, on every poll of the watcher). The DaemonSet mounts data/cni only (not data/: every
+    # release's binaries, containerd's among them), so a release before October 2024 needs the
+    # installer run by hand.
     Layout(
         "k3s",
         "/var/lib/rancher/k3s/agent/etc/cni/net.d",
@@ -108,11 +108,10 @@ LAYOUTS: tuple[Layout, ...] = (
     # MicroK8s' containerd-template.toml: bin_dir ${SNAP_DATA}/opt/cni/bin, conf_dir
     # ${SNAP_DATA}/args/cni-network; run-containerd-with-args substitutes SNAP_DATA with the
     # revision's dir (/var/snap/microk8s/<revision>), which `current` links to: the watcher
-    # follows `current` on every poll. The DaemonSet mounts the stable parent /var/snap/microk8s
-    # (a hostPath through `current` is resolved once, by the kubelet, when the pod starts).
-    # The DaemonSet mounts the revision's bin dir, conf dir and args/ only (issue 38: not the
-    # snap's data, its certs and credentials among them): after `snap refresh microk8s` the pod
-    # is restarted to follow the new revision (docs/install.md).
+    # follows `current` on every poll. The DaemonSet mounts the revision's bin dir, conf dir and
+    # args/ only (not the snap's data, its certs and credentials among them); a hostPath through
+    # `current` is resolved once, by the kubelet, when the pod starts, so after `snap refresh
+    # microk8s` the pod is restarted to follow the new revision (docs/install.md).
     Layout(
         "microk8s",
         "/var/snap/microk8s/current/args/cni-network",

@@ -171,7 +171,7 @@ class BundleProbe:
     """bundle.check, but only when bundle.signature changed or every `full_every` seconds. With
     `expected` (the image's manifest) every check compares against it, and the one every
     `full_every` seconds reads every file's sha256 (about 0.1 s a minute): a version dir changed
-    together with its manifest, or a byte changed in place, is found and repaired (issue 38)."""
+    together with its manifest, or a byte changed in place, is found and repaired."""
 
     def __init__(self, bin_dir: str, clock: Callable[[], float], full_every: float = 60.0,
                  expected: bundle.Entries | None = None) -> None:

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     Textfile = Callable[[str, str, str], None]
 
 # DEL decisions answered without the delegate's success: skipped (not called), or forwarded with
-# failures ignored; `released` is an operator's release valve (issue 14), counted the same way.
+# failures ignored; `released` is an operator's release valve (ops/release.py), counted the same
+# way.
 UNBLOCKED = ("skip", "forward-lenient", "released")
 _TS = "%Y-%m-%dT%H:%M:%SZ"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -94,8 +94,8 @@ def install(node: Node, *argv: str) -> str:
 def _on_node(node: Node, path: str) -> str:
     """A path under the root with the node's own links followed inside it, as the runtime
     follows them: a plugin linked by its absolute path (/opt/cni/bin/bridge -> /usr/lib/cni/
-    bridge) names nothing from a pod that sees the node at /host (seen on a cluster: doctor run
-    with `kubectl exec` called such a delegate missing)."""
+    bridge) names nothing from a pod that sees the node at /host: doctor run there with
+    `kubectl exec` would call such a delegate missing."""
     return node.host.located(node.host.on_node(path) or "/")
 
 
