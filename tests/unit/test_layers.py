@@ -198,7 +198,7 @@ def test_docstring_examples():
     import sys
 
     result = doctest.testmod(sys.modules[__name__])
-    assert result.failed == 0 and result.attempted == 5
+    assert result.failed == 0 and result.attempted == 6
 
 
 # The node's `--root` is reached through the host floor only (cni_delguard/host/root.py's
@@ -217,11 +217,13 @@ def _is_root(node: ast.AST) -> bool:
 
 def root_joins(source: str) -> list[int]:
     """The lines that join a root with a path without the host floor: os.path.join(root, ...),
-    os.path.relpath(..., root), f"{root}/...".
+    os.path.relpath(..., root), f"{root}/...", root + "/...".
 
     >>> root_joins('import os\\nos.path.join(args.root, "etc")\\n')
     [2]
     >>> root_joins('x = f"{root}/proc/{pid}"\\ny = f"{name}/x"\\n')
+    [1]
+    >>> root_joins('p = opts.root + "/etc"\\n')
     [1]
     >>> root_joins('NodeRoot(args.root).here("/etc")\\n')
     []
@@ -233,6 +235,8 @@ def root_joins(source: str) -> list[int]:
             if (func.attr in ("join", "relpath") and isinstance(func.value, ast.Attribute)
                     and func.value.attr == "path" and any(_is_root(a) for a in node.args)):
                 lines.append(node.lineno)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _is_root(node.left):
+            lines.append(node.lineno)
         elif isinstance(node, ast.JoinedStr) and node.values:
             first = node.values[0]
             if isinstance(first, ast.FormattedValue) and _is_root(first.value):
