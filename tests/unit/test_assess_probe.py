@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cni_delguard.host.root import NodeRoot
 from cni_delguard.ops import assess
 from cni_delguard.ops.assess import chains, probe, report
 from cni_delguard.tooling import UsageError
@@ -211,15 +212,22 @@ def test_no_process_file_is_read(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("path", "inside"),
+    ("path", "read"),
     [
-        pytest.param("/etc/cni/net.d", "etc/cni/net.d", id="plain"),
-        pytest.param("/../../etc/passwd", "etc/passwd", id="dotdot-stops-at-the-root"),
-        pytest.param("etc/../../x", "x", id="relative"),
-        pytest.param("/a/link/file", "target/file", id="a-link-resolves-inside"),
+        pytest.param("/etc/x.json", "node", id="plain"),
+        pytest.param("/../../../etc/x.json", "node", id="dotdot-stops-at-the-root"),
+        pytest.param("/a/link/x.json", "node-target", id="a-link-resolves-inside"),
+        pytest.param("etc/x.json", None, id="not-absolute"),
     ],
 )
-def test_here_never_leaves_the_root(tmp_path: Path, path: str, inside: str) -> None:
-    (tmp_path / "a").mkdir()
-    (tmp_path / "a/link").symlink_to("/target")  # absolute: the node's /target, not the host's
-    assert probe.here(str(tmp_path), path) == str(tmp_path / inside)
+def test_a_node_file_is_read_inside_the_root(tmp_path: Path, path: str, read: str | None) -> None:
+    """Beside the root sits a file of the same name: only the node's is ever read."""
+    root = tmp_path / "node"
+    for where, said in ((root / "etc", "node"), (root / "target", "node-target"),
+                        (tmp_path / "etc", "host"), (tmp_path / "target", "host-target")):
+        where.mkdir(parents=True)
+        (where / "x.json").write_text(json.dumps({"said": said}))
+    (root / "a").mkdir()
+    (root / "a/link").symlink_to("/target")  # absolute: the node's /target, not the host's
+    got = probe.read_json(NodeRoot(str(root)), path)
+    assert (got or {}).get("said") == read

@@ -61,7 +61,7 @@ are text here, never rendered by Helm.
 {{- $text -}}
 {{- end }}
 
-{{/* The layout's row of files/layouts.yaml (generated from cni_delguard/node/layouts.py). */}}
+{{/* The layout's row of files/layouts.yaml (generated from cni_delguard/host/layouts.py). */}}
 {{- define "cni-delguard.layout" -}}
 {{- $all := .Files.Get "files/layouts.yaml" | fromYaml -}}
 {{- toYaml (get $all .Values.cni.layout) -}}

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import os
 
-from cni_delguard.node import layouts, options
+from cni_delguard.host import dirs, layouts
+from cni_delguard.node import options
 from cni_delguard.ops.assess import probe, report, verdicts
 from cni_delguard.ops.doctor.node import discover
 from cni_delguard.ops.text import as_json, clean
@@ -81,14 +82,10 @@ def examine(root: str = "/", layout: str = layouts.AUTO, conf_dir: str | None = 
     `multus_version`: as the user gives it (default: unknown)."""
     if not os.path.isdir(root):
         raise UnreadableError(f"--root {clean(root)} is not a directory")
-    needs = tuple(f for f, given in (("conf_dir", conf_dir), ("bin_dirs", bin_dir)) if not given)
-    try:
-        try:
-            row = layouts.choose(root, layout, needs)
-        except layouts.NoLayoutError:  # no layout's conf found: the standard one (doctor's rule)
-            row = layouts.STANDARD
-        node_conf, node_bin, _ = layouts.runtime_dirs(row, root, conf_dir, bin_dir)
-        node = discover(root, node_conf, node_bin, row)
+    try:  # no layout's conf found: the standard one (doctor's rule)
+        found_dirs = dirs.find(root, layout, conf_dir=conf_dir, bin_dir=bin_dir,
+                               standard_when_none=True)
+        node = discover(found_dirs)
         if os.path.exists(node.conf_dir):  # missing: a node without a conf; unlistable: unread
             os.listdir(node.conf_dir)
         shipped = verdicts.shipped()
@@ -96,8 +93,8 @@ def examine(root: str = "/", layout: str = layouts.AUTO, conf_dir: str | None = 
         multus = probe.multus_version(multus_version) if multus_version is not None else None
     except (UsageError, OSError, ValueError) as exc:  # ValueError: verdicts.VerdictsError, JSON
         raise UnreadableError(clean(exc)) from None
-    found = report.Found(root, row.name, node.conf_dir, node.bin_dir)
-    found.runtime = given or probe.packaged(root, found.tried)
+    found = report.Found(root, found_dirs.layout.name, node.conf_dir, node.bin_dir)
+    found.runtime = given or probe.packaged(found_dirs.root, found.tried)
     probe.behind(node, found, multus)
     return report.assessment(found, shipped)
 

@@ -5,23 +5,22 @@ cannot get its executable run as root, and no program's output is held. It reads
 files (/proc) either, so no path a process names can lead it off the node. The runtime is given as
 the kubelet reports it (`--runtime`), else read from its Debian package (what is installed: a
 daemon not restarted since an upgrade still runs the older one); multus's version is given.
-Every node path goes through here(); every file is read bounded, without following a final
-symlink (fsutil.read_at).
+Every node file is read through the host floor (_read: NodeRoot, bounded, the node's links
+resolved inside the root, then no link at any component).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import posixpath
 import re
 from typing import Any
 
-from cni_delguard.node import confdir, multusdaemon, options, patch
+from cni_delguard.host.root import NodeRoot, OutsideRootError
+from cni_delguard.node import confdir, multusdaemon, patch
 from cni_delguard.ops.assess import chains
 from cni_delguard.ops.assess.report import Found, Runtime
 from cni_delguard.ops.doctor.node import Node
-from cni_delguard.state import fsutil
 from cni_delguard.tooling import UsageError
 
 MAX_CONF, MAX_DPKG = 4 << 20, 64 << 20  # a node with thousands of packages: a few MiB
@@ -32,27 +31,18 @@ PACKAGES = {"containerd": "containerd", "containerd.io": "containerd", "cri-o": 
 _VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+~_-]{0,63}")
 
 
-def here(root: str, path: str) -> str | None:
-    """Where the node's `path` is from here: the one way assess reaches a node path. Normalised
-    as an absolute path first (`..` stops at the node's /), then resolved under the root with
-    the node's links taken as a chroot takes them (options.located). None: a loop of links."""
+def _read(root: NodeRoot, path: str | None, limit: int = MAX_CONF) -> bytes:
+    """The node file `path` (a node path: `..` stops at the node's /), its links resolved inside
+    the root; b"" when it is not a regular file within `limit` (NodeRoot.read_or_none)."""
     try:
-        return options.located(root, posixpath.normpath("/" + path))
-    except UsageError:
-        return None
-
-
-def _read(path: str | None, limit: int = 65536) -> bytes:
-    """A node file's bytes; b"" when it is not a regular file within `limit` (fsutil.read_at)."""
-    try:
-        return (fsutil.read_at(None, path, limit) or b"") if path else b""
-    except OSError:
+        return (root.read_or_none(root.resolve(path), limit) or b"") if path else b""
+    except OutsideRootError:  # not absolute, or a loop of links
         return b""
 
 
-def read_json(path: str | None) -> dict[str, Any] | None:
+def read_json(root: NodeRoot, path: str | None) -> dict[str, Any] | None:
     try:
-        value = json.loads(_read(path, MAX_CONF) or b"null")
+        value = json.loads(_read(root, path) or b"null")
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
@@ -73,11 +63,11 @@ def multus_version(value: str) -> str:
     return value
 
 
-def packaged(root: str, tried: list[str]) -> Runtime | None:
+def packaged(root: NodeRoot, tried: list[str]) -> Runtime | None:
     """The runtime of the first of PACKAGES installed, its version without the epoch and the
     Debian revision (`1:1.6.20~ds1-1+b1` -> `1.6.20~ds1`, what the runtime itself reports)."""
     found: dict[str, str] = {}
-    for stanza in _read(here(root, DPKG_STATUS), MAX_DPKG).decode(errors="replace").split("\n\n"):
+    for stanza in _read(root, DPKG_STATUS, MAX_DPKG).decode(errors="replace").split("\n\n"):
         fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line)
         if fields.get("Package") in PACKAGES and fields.get("Status", "").endswith(" installed"):
             found[fields["Package"]] = fields.get("Version", "")
@@ -152,25 +142,25 @@ def _multus(node: Node, plugin: dict[str, Any], kind: str, found: Found,
 
 
 def _network_file(node: Node, network: str, found: Found) -> dict[str, Any] | None:
-    """The conf `clusterNetwork` names by path: there under the root, else (the path as multus
+    """The conf `clusterNetwork` names by path: there on the node, else (the path as multus
     thick's daemon sees it, /host/etc/cni/net.d/...) its name in the conf dir, as auto mode
     finds it."""
-    where = here(node.root, network)
-    for path in (where, os.path.join(node.conf_dir, os.path.basename(network))):
-        if path and (conf := read_json(path)) is not None:
-            if path != where:
-                found.notes.append(f"clusterNetwork {network} read as {path} (the daemon's view "
-                                   "of the conf dir)")
-            return conf
-    found.notes.append(f"clusterNetwork {network}: not readable on the node")
-    return None
+    root, conf_dir = NodeRoot(node.root), NodeRoot(node.conf_dir)  # the conf dir as doctor has it
+    if (conf := read_json(root, network)) is None:
+        conf = read_json(conf_dir, "/" + os.path.basename(network))
+        if conf is not None:
+            found.notes.append(f"clusterNetwork {network} read as {node.conf_dir}/"
+                               f"{os.path.basename(network)} (the daemon's view of the conf dir)")
+    if conf is None:
+        found.notes.append(f"clusterNetwork {network}: not readable on the node")
+    return conf
 
 
 def _daemon_config_file(node: Node, found: Found) -> str | None:
     """thick's `multusConfigFile` ("auto" or a path) from its daemon config under the conf dir,
     where the node has it. Where the daemon reads it from its pod (a ConfigMap), it is unknown:
     assess reads no process's files, so nothing a process names can take it off the node."""
-    conf = read_json(os.path.join(node.conf_dir, multusdaemon.DAEMON_CONFIG))
+    conf = read_json(NodeRoot(node.conf_dir), "/" + multusdaemon.DAEMON_CONFIG)
     if conf is None:
         found.notes.append("multus thick's daemon config not under the conf dir "
                            "(multusConfigFile unknown)")
