@@ -29,7 +29,8 @@ import yaml
 from cni_delguard import __version__
 from cni_delguard.cli import build_parser
 from cni_delguard.host import layouts
-from cni_delguard.monitoring import endpoint, rules
+from cni_delguard.monitoring import endpoint
+from delguard_build import rules
 from tests.support.helm import CHART, by_kind
 from tests.support.kustomize import KUSTOMIZE, render_all, render_dir
 from tests.support.objdiff import HELM_LABELS, diff, diff_objects, key
