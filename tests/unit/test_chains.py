@@ -1,6 +1,6 @@
 """The chains implement tests/support/chains.Chain (mypy does not read tests/, so this
 does): every member the protocol declares, with the protocol's parameters, and the matrix's
-delegate names; where multus thick's daemon puts its socket, and what counts as it being ready."""
+delegate names; where multus thick's daemon puts its socket."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from cni_delguard.ops.assess import chains as measured
 from cni_delguard.ops.assess import render
-from tests.support import chains, matrix, multus
+from tests.support import chains, matrix
 from tests.support.multus import MultusThick, MultusThin, Thin
 from tests.support.stateful_chain import FakeStateful
 
@@ -75,16 +75,3 @@ def test_thick_daemon_socket_in_the_nodes_run(tmp_path: Path) -> None:
     own = MultusThick(work=tmp_path / "chain")
     assert own.socket_dir == tmp_path / "chain" / "run-multus"
     assert own.node_socket_dir == str(own.socket_dir)
-
-
-def test_a_conf_left_by_a_killed_daemon_is_not_a_new_one(tmp_path: Path) -> None:
-    """A daemon killed with its node leaves 00-multus.conf; readiness waits for a rewrite."""
-    conf = tmp_path / "00-multus.conf"
-    assert multus.file_stamp(conf) is None
-    conf.write_text("{}", encoding="utf-8")
-    left = multus.file_stamp(conf)
-    assert left is not None and multus.file_stamp(conf) == left
-    tmp = tmp_path / "00-multus.conf.new"
-    tmp.write_text("{}", encoding="utf-8")
-    tmp.rename(conf)  # a rewrite by rename, even of the same bytes
-    assert multus.file_stamp(conf) != left
