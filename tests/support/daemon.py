@@ -22,7 +22,9 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,6 +147,24 @@ class Answer:
 
     def said(self) -> object:
         return self.probe()
+
+
+def http_ready(url: str) -> bool:
+    """Whether a server answers 200 on `url` (Prometheus's and Alertmanager's /-/ready: they
+    answer it once they serve, not when their port is bound)."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:  # noqa: S310 - loopback, the test's
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def free_port() -> int:
+    """A loopback port free now, for a daemon that must be told its port (Prometheus,
+    Alertmanager); one that can pick its own says which in its log instead (the registry)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 class DaemonExitedError(RuntimeError):
