@@ -27,23 +27,16 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from tests.e2e_cri import pause_image
-from tests.e2e_cri.runtimes import Paths, Runtime
-from tests.support.waiting import descendants, pid_alive, wait_for, wait_gone
-
-HOLDER = r"""
-import subprocess, sys
-for src, dst in zip(sys.argv[1::2], sys.argv[2::2]):
-    subprocess.run(["mount", "--bind", src, dst], check=True)
-print("ready", flush=True)
-sys.stdin.read()
-"""
+from tests.support import holder
+from tests.support.daemon import Answer, Daemon
+from tests.support.runtimes import Paths, Runtime
+from tests.support.waiting import pid_alive, wait_gone
 
 DEBIAN_CNI = Path("/usr/lib/cni")
 START_BOUND = 90  # seconds a runtime may take to answer after start (under the other helpers' load)
@@ -56,7 +49,7 @@ class Node:
     runtime: Runtime
     snapshotter: str = "overlayfs"
     holder: subprocess.Popen[str] | None = None
-    daemon: subprocess.Popen[bytes] | None = None
+    daemon: Daemon | None = None  # the runtime, while it runs
     _log: IO[bytes] | None = None
     starts: int = 0
     notes: list[str] = field(default_factory=list)
@@ -128,27 +121,18 @@ class Node:
         return path
 
     def start_holder(self) -> None:
-        binds = [str(self.run), "/run", str(self.cni_cache), "/var/lib/cni"]
-        self.holder = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "--",
-             sys.executable, "-I", "-c", HOLDER, *binds],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )
-        assert self.holder.stdout is not None
-        line = self.holder.stdout.readline()
-        if line.strip() != "ready":
-            raise RuntimeError(f"mount namespace holder failed (said {line!r})")
+        self.holder = holder.start([(self.run, "/run"), (self.cni_cache, "/var/lib/cni")])
 
     @property
     def enter(self) -> tuple[str, ...]:
         """The argv prefix that runs a command in the node's mount namespace (nsenter execs it in
         place); valid until power_off."""
         assert self.holder is not None
-        return ("nsenter", f"--mount=/proc/{self.holder.pid}/ns/mnt", "--")
+        return holder.enter(self.holder)
 
     def mount_ns(self) -> str:
         assert self.holder is not None
-        return os.readlink(f"/proc/{self.holder.pid}/ns/mnt")
+        return holder.mount_ns(self.holder)
 
     # --- the runtime -------------------------------------------------------------------------
 
@@ -159,28 +143,35 @@ class Node:
         return path
 
     def start_runtime(self) -> None:
+        """Started in the node (nsenter execs it in place: the pid is the runtime's), ready when
+        it answers on its socket."""
         assert self.holder is not None and self.daemon is None
         config = self.write_config()
         self.starts += 1
-        self._log = self.log_path.open("ab")
-        self._log.write(f"\n===== start {self.starts} =====\n".encode())
-        self._log.flush()
-        # nsenter execs the runtime in place (no fork for a mount namespace): pid is the runtime's.
-        self.daemon = subprocess.Popen(
-            ["nsenter", f"--mount=/proc/{self.holder.pid}/ns/mnt", "--",
-             *self.runtime.argv(config)],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-            env=self.runtime.env(),
-        )
-        wait_for(self._answers, f"{self.runtime.key} to answer on {self.socket}",
-                 timeout=START_BOUND, every=0.2)
+        socket = self.socket
+        self.daemon = Daemon(
+            self.runtime.key, [*self.enter, *self.runtime.argv(config)], self.log_path,
+            ready=Answer(lambda: self.runtime.answers(socket), f"an answer on {socket}"),
+            env=self.runtime.env(), start_bound=START_BOUND, starts=self.starts - 1)
+        self.daemon.start()
 
     def _answers(self) -> bool:
+        """Whether the runtime answers yet (failing at once when it exited)."""
         assert self.daemon is not None
         if self.daemon.poll() is not None:
             code = self.daemon.returncode
             raise RuntimeError(f"{self.runtime.key} exited with {code}:\n{self.log_tail()}")
         return self.runtime.answers(self.socket)
+
+    def start_runtime_on_a_working_snapshotter(self) -> None:
+        """Start the runtime; where overlayfs does not work here (a nested overlay), again on the
+        native snapshotter."""
+        self.start_runtime()
+        if not self.overlayfs_ok():
+            self.notes.append("overlayfs unusable here: native snapshotter")
+            self.stop_runtime()
+            self.snapshotter = "native"
+            self.start_runtime()
 
     def ctr(self, *args: str, check: bool = True,
             timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -189,17 +180,16 @@ class Node:
     def overlayfs_ok(self) -> bool:
         return self.runtime.overlayfs_ok(self.socket)
 
+    def _runtime_process(self) -> Daemon:
+        """The running runtime as a Daemon (a subclass may have started it as a Popen)."""
+        assert self.daemon is not None
+        if isinstance(self.daemon, Daemon):
+            return self.daemon
+        return Daemon.adopt(self.runtime.key, self.daemon, self.log_path)
+
     def kill_runtime(self, with_plugins: bool = True) -> list[int]:
         """SIGKILL the runtime (and, as a crash of the node would, the CNI plugins it runs)."""
-        assert self.daemon is not None
-        pid = self.daemon.pid
-        plugins = descendants(pid) if with_plugins else []
-        os.kill(pid, signal.SIGKILL)
-        for child in plugins:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGKILL)
-        self.daemon.wait(timeout=30)
-        wait_gone(plugins, "the killed runtime's CNI plugins to exit")
+        plugins = self._runtime_process().kill(children=with_plugins)
         self._close_log()
         self.daemon = None
         return plugins
@@ -207,16 +197,12 @@ class Node:
     def stop_runtime(self) -> None:
         if self.daemon is None:
             return
-        self.daemon.terminate()
-        try:
-            self.daemon.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.daemon.kill()
-            self.daemon.wait(timeout=20)
+        self._runtime_process().stop(grace=20)
         self._close_log()
         self.daemon = None
 
     def _close_log(self) -> None:
+        """The log of a runtime a subclass started itself (a Daemon's is closed at its start)."""
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -245,12 +231,8 @@ class Node:
     def come_up(self, archive: Path) -> None:
         """A fresh node's first start: the holder and the runtime (on the native snapshotter
         where overlayfs does not work here), then the pause image imported."""
-        self.boot()
-        if not self.overlayfs_ok():
-            self.notes.append("overlayfs unusable here: native snapshotter")
-            self.stop_runtime()
-            self.snapshotter = "native"
-            self.start_runtime()
+        self.start_holder()
+        self.start_runtime_on_a_working_snapshotter()
         self.import_image(archive)
 
     def reboot(self) -> None:
@@ -329,9 +311,7 @@ class Node:
     def _stop_holder(self) -> None:
         if self.holder is None:
             return
-        assert self.holder.stdin is not None
-        self.holder.stdin.close()
-        self.holder.wait(timeout=20)
+        holder.stop(self.holder)
         self.holder = None
 
     def _remove_cgroups(self) -> None:

@@ -17,11 +17,11 @@ import subprocess
 import pytest
 
 from cni_delguard.ops.assess import chains, matrix, ranges, verdict
-from tests.e2e_cri.cri import CriClient
 from tests.e2e_cri.matrix_chains import CHAINS
 from tests.e2e_cri.node import Node
 from tests.e2e_cri.scenario import Network
 from tests.support.chains import Behaviour, Chain
+from tests.support.cri import CriClient
 from tests.support.installerproc import command
 
 pytestmark = pytest.mark.containerd

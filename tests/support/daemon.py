@@ -159,6 +159,23 @@ def http_ready(url: str) -> bool:
         return False
 
 
+def unix_http_status(path: Path, url: str, timeout: float = 2) -> int | None:
+    """The status of GET `url` over the unix socket `path`, None when nothing answers: a server
+    that listens before it serves (CRI-O: its socket is bound before its services are made)
+    accepts the connection but answers only once it serves."""
+    with contextlib.closing(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)) as conn:
+        conn.settimeout(timeout)
+        try:
+            conn.connect(str(path))
+            conn.sendall(f"GET {url} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+                         .encode())
+            head = conn.recv(64).decode(errors="replace")
+        except OSError:
+            return None
+    found = re.match(r"HTTP/1\.[01] (\d{3}) ", head)
+    return int(found.group(1)) if found else None
+
+
 def free_port() -> int:
     """A loopback port free now, for a daemon that must be told its port (Prometheus,
     Alertmanager); one that can pick its own says which in its log instead (the registry)."""
@@ -185,6 +202,12 @@ class Daemon:
     more_logs: tuple[Path, ...] = ()  # logs it writes itself, tailed with `log` on failure
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     starts: int = 0
+
+    @classmethod
+    def adopt(cls, name: str, proc: subprocess.Popen[bytes], log: Path) -> Daemon:
+        """A process started some other way, to be ended the one way."""
+        return cls(name, list(map(str, proc.args)) if isinstance(proc.args, list) else [],
+                   log, proc=proc, starts=1)
 
     # --- starting -----------------------------------------------------------------------------
 
@@ -272,10 +295,11 @@ class Daemon:
                 self.proc.wait(timeout=STOP_GRACE)
         return self.proc.returncode
 
-    def kill(self, children: bool = False) -> int | None:
-        """SIGKILL now (with `children`, its children too, as a crash of its node would)."""
+    def kill(self, children: bool = False) -> list[int]:
+        """SIGKILL now (with `children`, its children too, as a crash of its node would: the
+        CNI plugins a runtime runs); returns the children it killed."""
         if self.proc is None:
-            return None
+            return []
         found = descendants(self.pid) if children and self.running() else []
         if self.proc.poll() is None:
             self.proc.kill()
@@ -284,7 +308,7 @@ class Daemon:
                 os.kill(child, signal.SIGKILL)
         self.proc.wait(timeout=STOP_GRACE)
         wait_gone(found, f"{self.name}'s children to exit")
-        return self.proc.returncode
+        return found
 
     def reap(self, timeout: float = 30) -> int | None:
         """Its node was powered off, which killed it: wait for that; one that outlives its node

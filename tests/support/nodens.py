@@ -21,21 +21,14 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support import holder
 from tests.support.netns import unique_name
 from tests.support.waiting import all_pids, wait_gone
 
-HOLDER = r"""
-import subprocess, sys
-for src, dst in zip(sys.argv[1::2], sys.argv[2::2]):
-    subprocess.run(["mount", "--bind", src, dst], check=True)
-print("ready", flush=True)
-sys.stdin.read()
-"""
 BINDS = (("run", "/run"), ("var-lib-cni", "/var/lib/cni"), ("var-log", "/var/log"))
 
 
@@ -51,17 +44,11 @@ class NodeNS:
         node = cls(Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp")))
         for sub, _ in BINDS:
             (node.tmp / sub).mkdir(mode=0o755)
-        args = [a for sub, dst in BINDS for a in (str(node.tmp / sub), dst)]
-        node.holder = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "--",
-             sys.executable, "-I", "-c", HOLDER, *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )
-        assert node.holder.stdout is not None
-        line = node.holder.stdout.readline()
-        if line.strip() != "ready":
+        try:
+            node.holder = holder.start([(node.tmp / sub, dst) for sub, dst in BINDS])
+        except BaseException:
             node.close()
-            raise RuntimeError(f"mount namespace holder failed (said {line!r})")
+            raise
         return node
 
     @property
@@ -72,7 +59,8 @@ class NodeNS:
     @property
     def enter(self) -> tuple[str, ...]:
         """The argv prefix that runs a command in the node (nsenter execs it in place)."""
-        return ("nsenter", f"--mount={self.mnt}", "--")
+        assert self.holder is not None
+        return holder.enter(self.holder)
 
     @property
     def cni_cache(self) -> Path:
@@ -122,9 +110,7 @@ class NodeNS:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             wait_gone(left, "the node's processes to exit")
-            assert self.holder.stdin is not None
-            self.holder.stdin.close()
-            self.holder.wait(timeout=30)
+            holder.stop(self.holder)
         self.netns.clear()
         shutil.rmtree(self.tmp, ignore_errors=True)
         return errors

@@ -51,7 +51,8 @@ def test_matrix_chains_are_in_the_matrix_vocabulary() -> None:
 
 def test_every_case_of_the_matrix_has_its_expected_outcome() -> None:
     pytest.importorskip("grpc")
-    from tests.e2e_cri import expected, matrix_chains, runtimes
+    from tests.e2e_cri import expected, matrix_chains
+    from tests.support import runtimes
 
     for row in runtimes.RUNTIMES:
         for chain, scenario in matrix_chains.cases(row.boundary):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from tests.support.daemon import (
     FileWritten,
     LogLine,
     Record,
+    unix_http_status,
 )
 from tests.support.waiting import WaitTimeoutError, pid_alive, wait_for
 
@@ -92,7 +94,8 @@ def test_a_daemon_that_exits_before_it_is_ready_fails_the_wait_with_its_log(
 
 @pytest.mark.parametrize(("lines", "expected"), [
     pytest.param(['{"phase": "listening", "n": 1}\n'], 1, id="one-after-the-mark"),
-    pytest.param(['{"phase": "start"}\n', '{"phase": "listening", "n": 2}\n'], 2, id="skips-others"),
+    pytest.param(['{"phase": "start"}\n', '{"phase": "listening", "n": 2}\n'], 2,
+                 id="skips-others"),
     pytest.param(['{"phase": "listening", "n": 3}'], None, id="half-written-line-not-read"),
 ])
 def test_record_counts_only_whole_lines_after_the_mark(tmp_path: Path, lines: list[str],
@@ -149,8 +152,8 @@ def test_kill_with_children_ends_what_it_runs(tmp_path: Path) -> None:
     said = d.start()
     child = int(said.group(1))  # type: ignore[attr-defined]
     assert pid_alive(child)
-    assert d.kill(children=True) == -9
-    assert not pid_alive(child)
+    assert d.kill(children=True) == [child]
+    assert d.returncode == -9 and not pid_alive(child)
 
 
 def test_reap_fails_for_a_daemon_that_outlived_its_node(tmp_path: Path) -> None:
@@ -171,3 +174,41 @@ def test_it_passes_for_a_popen(tmp_path: Path) -> None:
     assert d.wait(timeout=30) == 0 and d.poll() == 0 and d.returncode == 0
     assert not d.running()
 
+
+
+# Listens at once, answers HTTP only once the test lets it: CRI-O's socket before its services.
+LISTENS_THEN_SERVES = r"""
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.01)
+while True:
+    c, _ = s.accept()
+    try:
+        c.recv(1024); c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+    except OSError:
+        pass  # the client that gave up before it was served
+    c.close()
+"""
+
+
+def test_a_unix_socket_that_accepts_is_not_one_that_answers(tmp_path: Path) -> None:
+    sock, go = tmp_path / "crio.sock", tmp_path / "go"
+    d = script(tmp_path, LISTENS_THEN_SERVES, str(sock), str(go),
+               ready=Answer(lambda: unix_http_status(sock, "/info", timeout=0.2) == 200,
+                            "200 on /info"))
+    try:
+        d.start(wait=False)
+        wait_for(sock.exists, "the socket", timeout=30)
+        assert unix_http_status(sock, "/info", timeout=0.2) is None
+        go.touch()
+        assert d.wait_ready() is True
+    finally:
+        d.kill()
+
+
+def test_adopt_ends_a_process_started_elsewhere(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    d = Daemon.adopt("elsewhere", proc, tmp_path / "x.log")
+    assert d.running() and d.pid == proc.pid
+    assert d.stop() == -15
