@@ -144,12 +144,16 @@ class Site:
     def until(self, what: Callable[[], object], bound: float) -> bool:
         """Call `what` until it succeeds, every BACKOFF s (the kubelet's retry), within bound."""
         deadline = time.monotonic() + bound
-        while True:
+
+        def attempt() -> str | None:
             if self.call(what):
-                return True
-            if time.monotonic() + BACKOFF > deadline:
-                return False
-            time.sleep(BACKOFF)
+                return "done"
+            return "out of time" if time.monotonic() + BACKOFF > deadline else None
+
+        # No attempt starts after the bound: the check gives up itself, the wait's own timeout
+        # (a back-off later) is never reached.
+        return wait_for(attempt, "a call to succeed, retried as the kubelet does",
+                        timeout=bound + 2 * BACKOFF, every=BACKOFF) == "done"
 
     def stop_remove(self, sandbox: str, bound: float) -> bool:
         """StopPodSandbox, then RemovePodSandbox, each retried as the kubelet does within bound."""
