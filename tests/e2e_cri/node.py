@@ -1,15 +1,16 @@
-"""A throwaway node for one runtime row (runtimes.py): own config, root, state, socket and CNI dirs,
-in one temp dir.
+"""A throwaway node for one runtime row (tests/support/runtimes.py): tests/support/node.py's Node
+configured for a runtime (own config, root, state, socket and CNI dirs, in one temp dir), and the
+runtime's lifecycle on it.
 
 The runtime is never run as a system service and never touches the machine's /run/containerd,
 /var/lib/containerd, /run/crio or /var/lib/containers:
 
-- A holder process owns a private mount namespace (unshare --mount --propagation private) in which
-  <tmp>/run is bind-mounted over /run (containerd-shim-runc-v2 puts its sockets under
-  /run/containerd/s, a path compiled in) and <tmp>/var-lib-cni over /var/lib/cni (libcni's result
-  cache, which go-cni in containerd 1.6 cannot move). Every runtime of this node is started
-  inside that namespace with nsenter, so a restarted runtime finds the shims, netns mounts and
-  snapshot mounts of the killed one, as on a real node.
+- The node's holder owns a private mount namespace in which <tmp>/run is bound over /run
+  (containerd-shim-runc-v2 puts its sockets under /run/containerd/s, a path compiled in) and
+  <tmp>/var-lib-cni over /var/lib/cni (libcni's result cache, which go-cni in containerd 1.6
+  cannot move). Every runtime of this node is started inside that namespace with nsenter, so a
+  restarted runtime finds the shims, netns mounts and snapshot mounts of the killed one, as on a
+  real node.
 - reboot() is a node's reboot as the runtime sees it: every process of the node killed, the
   holder (and so every mount: netns, rootfs, /run) gone, /run and the runtime's volatile state
   emptied, the cgroups removed; disk (root, /var/lib/cni, the CNI dirs) kept; then a new holder
@@ -21,47 +22,41 @@ The runtime is never run as a system service and never touches the machine's /ru
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import shutil
-import signal
 import subprocess
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, ClassVar
 
 from tests.e2e_cri import pause_image
-from tests.support import holder
+from tests.support import node as base
 from tests.support.daemon import Answer, Daemon
 from tests.support.runtimes import Paths, Runtime
-from tests.support.waiting import pid_alive, wait_gone
 
 DEBIAN_CNI = Path("/usr/lib/cni")
 START_BOUND = 90  # seconds a runtime may take to answer after start (under the other helpers' load)
 
 
 @dataclass
-class Node:
-    tmp: Path
-    name: str  # also the cgroup parent and the bridge device's prefix
-    runtime: Runtime
+class Node(base.Node):
+    """name: also the cgroup parent and the bridge device's prefix."""
+
+    runtime: Runtime = field(kw_only=True)
     snapshotter: str = "overlayfs"
-    holder: subprocess.Popen[str] | None = None
     daemon: Daemon | None = None  # the runtime, while it runs
-    _log: IO[bytes] | None = None
+    _log: IO[bytes] | None = None  # the runtime's log, when a subclass started it itself
     starts: int = 0
-    notes: list[str] = field(default_factory=list)
+
+    prefix: ClassVar[str] = "dge2e-"
+    dirs: ClassVar[tuple[str, ...]] = ("cni/bin", "cni/net.d", "opt", "runc", "logs")
+    own: ClassVar[tuple[tuple[str, str], ...]] = (("run", "/run"),
+                                                  ("var-lib-cni", "/var/lib/cni"))
+    volatile: ClassVar[tuple[str, ...]] = ("run", "runc")
 
     @classmethod
     def create(cls, runtime: Runtime) -> Node:
-        # Short path: unix socket paths are limited to 108 bytes.
-        tmp = Path(tempfile.mkdtemp(prefix="dge2e-", dir="/tmp"))
-        node = cls(tmp=tmp, name=tmp.name.replace("_", "x"), runtime=runtime)
-        for sub in ("run", "var-lib-cni", "cni/bin", "cni/net.d", "opt", "runc", "logs"):
-            (tmp / sub).mkdir(parents=True)
-        return node
+        return cls.make(runtime=runtime)
 
     # --- paths -------------------------------------------------------------------------------
 
@@ -86,10 +81,6 @@ class Node:
     def run(self) -> Path:
         """What /run is inside the node's mount namespace (emptied at power_off)."""
         return self.tmp / "run"
-
-    @property
-    def cgroup_parent(self) -> str:
-        return f"/{self.name}"
 
     @property
     def log_path(self) -> Path:
@@ -119,20 +110,6 @@ class Node:
         tmp.write_text(json.dumps(conf, indent=1), encoding="utf-8")
         tmp.rename(path)
         return path
-
-    def start_holder(self) -> None:
-        self.holder = holder.start([(self.run, "/run"), (self.cni_cache, "/var/lib/cni")])
-
-    @property
-    def enter(self) -> tuple[str, ...]:
-        """The argv prefix that runs a command in the node's mount namespace (nsenter execs it in
-        place); valid until power_off."""
-        assert self.holder is not None
-        return holder.enter(self.holder)
-
-    def mount_ns(self) -> str:
-        assert self.holder is not None
-        return holder.mount_ns(self.holder)
 
     # --- the runtime -------------------------------------------------------------------------
 
@@ -217,12 +194,7 @@ class Node:
         Disk stays: the runtime's root, /var/lib/cni (libcni's cache, multus's), the CNI dirs."""
         if self.daemon is not None:
             self.kill_runtime()
-        self._kill_leftovers()
-        self._stop_holder()  # its namespace held every mount: netns, rootfs, /run
-        self._remove_cgroups()
-        for volatile in (self.run, self.tmp / "runc"):
-            shutil.rmtree(volatile)
-            volatile.mkdir()
+        super().power_off()
 
     def boot(self) -> None:
         self.start_holder()
@@ -254,72 +226,9 @@ class Node:
 
     # --- teardown ----------------------------------------------------------------------------
 
-    def teardown(self) -> list[str]:
-        """Remove everything this node made; return what could not be removed."""
-        problems: list[str] = []
-        for step in (self.stop_runtime, self._kill_leftovers, self._stop_holder,
-                     self._remove_cgroups, self._remove_bridges, self._remove_tmp):
-            try:
-                step()
-            except Exception as exc:  # noqa: BLE001 - every step must run; each failure is reported
-                problems.append(f"{step.__name__}: {exc!r}")
-        return problems
-
-    def _namespace_pids(self) -> list[int]:
-        if self.holder is None or not pid_alive(self.holder.pid):
-            return []
-        ns = self.mount_ns()
-        found = []
-        for pid in _pids():
-            if pid in (self.holder.pid, os.getpid()):
-                continue
-            with contextlib.suppress(OSError):
-                if os.readlink(f"/proc/{pid}/ns/mnt") == ns:
-                    found.append(pid)
-        return found
-
-    def _cgroup_dirs(self) -> list[Path]:
-        root = Path("/sys/fs/cgroup")
-        tops = [root / self.name, *(d / self.name for d in root.iterdir() if d.is_dir())]
-        return [top for top in tops if top.is_dir()]
-
-    def _cgroup_pids(self) -> list[int]:
-        pids: set[int] = set()
-        for top in self._cgroup_dirs():
-            for procs in top.rglob("cgroup.procs"):
-                with contextlib.suppress(OSError):
-                    pids.update(int(p) for p in procs.read_text().split())
-        return sorted(pids)
-
-    def _kill_leftovers(self) -> None:
-        """Shims, pause processes and hung plugins: all live in our namespace or our cgroups.
-
-        Looked for again until none is left: a process that forks while it is killed (a Go
-        daemon of the node exec'ing a delegate in one thread as SIGKILL reaches the others)
-        leaves a child the first look missed, and its cgroup could not be removed."""
-        for _ in range(10):
-            pids = sorted(set(self._namespace_pids()) | set(self._cgroup_pids()))
-            if not pids:
-                return
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            wait_gone(pids, "leftover shim, pause and plugin processes to exit")
-        raise RuntimeError(f"processes of node {self.name} keep appearing: "
-                           f"{[_described(p) for p in pids]}")
-
-    def _stop_holder(self) -> None:
-        if self.holder is None:
-            return
-        holder.stop(self.holder)
-        self.holder = None
-
-    def _remove_cgroups(self) -> None:
-        for top in self._cgroup_dirs():
-            for sub in sorted(top.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-                if sub.is_dir():
-                    sub.rmdir()
-            top.rmdir()
+    def teardown_steps(self) -> list[Callable[[], None]]:
+        return [self.stop_runtime, self._delete_netns, self._kill_leftovers, self._stop_holder,
+                self._remove_cgroups, self._remove_bridges, self._remove_tmp]
 
     def _remove_bridges(self) -> None:
         out = subprocess.run(
@@ -329,28 +238,7 @@ class Node:
             if match.group(1).startswith(bridge_prefix(self.name)):
                 subprocess.run(["ip", "link", "del", match.group(1)], check=True)
 
-    def _remove_tmp(self) -> None:
-        mounts = Path("/proc/self/mountinfo").read_text(encoding="utf-8")
-        if str(self.tmp) in mounts:
-            raise RuntimeError(f"mounts under {self.tmp} are still there; leaving it")
-        shutil.rmtree(self.tmp)
-
 
 def bridge_prefix(name: str) -> str:
     """Bridge devices of a node are named from this (IFNAMSIZ allows 15 characters)."""
     return "dg" + name.removeprefix("dge2e-")[:8]
-
-
-def _described(pid: int) -> str:
-    """pid, its threads' states and its command line, for an error message."""
-    try:
-        states = sorted({Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0]
-                         for t in os.listdir(f"/proc/{pid}/task")})
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
-    except OSError as exc:
-        return f"{pid} ({exc.strerror})"
-    return f"{pid} {''.join(states)} {argv}"
-
-
-def _pids() -> list[int]:
-    return [int(n) for n in os.listdir("/proc") if n.isdigit()]
