@@ -85,3 +85,20 @@ def test_teardown_reports_what_it_could_not_undo() -> None:
     finally:
         subprocess.run(["umount", str(outside)], check=True)
         assert made.teardown() == []
+
+
+@dataclass
+class Networked(Small):
+    net: ClassVar[bool] = True
+
+
+def test_a_node_with_a_network_of_its_own_has_lo_up_and_nothing_of_the_hosts() -> None:
+    made = Networked.make()
+    try:
+        made.boot()
+        assert made.holder is not None
+        assert os.readlink(f"/proc/{made.holder.pid}/ns/net") != os.readlink("/proc/self/ns/net")
+        links = made.run_inside(["ip", "-o", "link", "show"]).stdout.splitlines()
+        assert len(links) == 1 and " lo: " in links[0] and "UP" in links[0], links
+    finally:
+        assert made.teardown() == []
