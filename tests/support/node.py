@@ -35,6 +35,7 @@ class Node:
     tmp: Path
     name: str  # also its cgroup parent
     holder: subprocess.Popen[str] | None = None
+    holder_starts: int = 0
     notes: list[str] = field(default_factory=list)  # what it had to do differently here
     made_netns: list[str] = field(default_factory=list)
 
@@ -82,7 +83,11 @@ class Node:
     # --- its namespaces -----------------------------------------------------------------------
 
     def start_holder(self) -> None:
-        self.holder = holders.start(self.binds(), net=self.net)
+        """New namespaces, the binds in them (the mount points the host lacks in overlays under
+        <tmp>/overlays/<n>, a fresh dir each boot)."""
+        self.holder_starts += 1
+        self.holder = holders.start(self.binds(), net=self.net,
+                                    overlays=self.tmp / "overlays" / str(self.holder_starts))
 
     @property
     def enter(self) -> tuple[str, ...]:

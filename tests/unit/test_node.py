@@ -102,3 +102,35 @@ def test_a_node_with_a_network_of_its_own_has_lo_up_and_nothing_of_the_hosts() -
         assert len(links) == 1 and " lo: " in links[0] and "UP" in links[0], links
     finally:
         assert made.teardown() == []
+
+
+@dataclass
+class Kubeadmish(Small):
+    own: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("run", "/run"), ("cni-bin", "/opt/dgtn-missing/cni/bin"),
+        ("etc/config.toml", "/etc/dgtn-missing/config.toml"))
+
+    @classmethod
+    def make(cls, prefix: str | None = None, **fields: object) -> Kubeadmish:
+        node = super().make(prefix, **fields)
+        (node.tmp / "etc" / "config.toml").rmdir()  # a file's bind: the node's file
+        (node.tmp / "etc" / "config.toml").write_text("node's\n")
+        return node
+
+
+def test_a_mount_point_the_host_lacks_is_made_where_only_the_node_sees_it() -> None:
+    assert not os.path.exists("/opt/dgtn-missing") and not os.path.exists("/etc/dgtn-missing")
+    made = Kubeadmish.make()
+    try:
+        made.boot()
+        assert made.run_inside(["touch", "/opt/dgtn-missing/cni/bin/plugin"]).returncode == 0
+        assert (made.tmp / "cni-bin" / "plugin").exists()
+        shown = made.run_inside(["cat", "/etc/dgtn-missing/config.toml"])
+        assert shown.stdout == "node's\n", shown
+        assert not os.path.exists("/opt/dgtn-missing") and not os.path.exists("/etc/dgtn-missing")
+        made.power_off()
+        made.boot()  # a new overlay dir for the new namespace
+        assert made.run_inside(["test", "-e", "/opt/dgtn-missing/cni/bin/plugin"]).returncode == 0
+    finally:
+        assert made.teardown() == []
+    assert not os.path.exists("/opt/dgtn-missing")
