@@ -133,7 +133,8 @@ class Node(base.Node):
         self.daemon.start()
 
     def _answers(self) -> bool:
-        """Whether the runtime answers yet (failing at once when it exited)."""
+        """Whether the runtime answers yet, failing at once when it exited (for a subclass that
+        starts the runtime itself; start_runtime's Daemon checks the same)."""
         assert self.daemon is not None
         if self.daemon.poll() is not None:
             code = self.daemon.returncode
