@@ -19,18 +19,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e_cri import cri, matrix_chains, pause_image
+from tests.e2e_cri import matrix_chains, pause_image
 from tests.e2e_cri.node import Node
-from tests.e2e_cri.runtimes import FULL, RUNTIMES, Runtime
+from tests.support import cri
 from tests.support.chains import Chain
 from tests.support.fakes import install_fake
 from tests.support.guard import under_test
+from tests.support.runtimes import FULL, RUNTIMES, Runtime
+from tests.support.skips import skip_or_fail
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("DELGUARD_E2E_CACHE", str(REPO / ".cache" / "e2e")))
 # What can sit behind the guard, by the matrix's delegate name (tests/support/chains.py's
 # protocol), and the scenarios each runs: matrix_chains.py.
 CHAINS = matrix_chains.CHAINS
+SUITE = "CRI e2e"
 _versions: dict[str, str] = {}  # runtime key -> version as its binary reported it, this run
 
 
@@ -44,12 +47,6 @@ def _why_no_runtime_can_run() -> str | None:
     if probe.returncode != 0:
         return f"no private mount namespace here: {probe.stderr.strip()}"
     return None
-
-
-def _skip_or_fail(why: str) -> None:
-    if os.environ.get("CI") and os.geteuid() == 0:
-        pytest.fail(f"CRI e2e cannot run in CI: {why}")
-    pytest.skip(f"SKIPPED CRI e2e: {why}")
 
 
 def pytest_report_header() -> list[str]:
@@ -71,7 +68,7 @@ def e2e_ready() -> None:
     """Fails or skips once per session when no runtime can run here at all."""
     reason = _why_no_runtime_can_run()
     if reason is not None:
-        _skip_or_fail(reason)
+        skip_or_fail(reason, SUITE)
 
 
 @pytest.fixture(params=FULL, ids=[r.key for r in FULL])
@@ -81,7 +78,7 @@ def runtime(request: pytest.FixtureRequest, e2e_ready: None) -> Runtime:
     row: Runtime = request.param
     why = row.missing()
     if why is not None:
-        _skip_or_fail(f"{row.key}: {why}")
+        skip_or_fail(f"{row.key}: {why}", SUITE)
     if row.key not in _versions:
         _versions[row.key] = row.version()
         print(f"\n[e2e] {row.key}: {_versions[row.key]}")

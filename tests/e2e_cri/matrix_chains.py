@@ -22,9 +22,9 @@ from collections.abc import Callable
 
 from tests.e2e_cri.matrix_scenarios import SCENARIOS
 from tests.e2e_cri.node import Node
-from tests.e2e_cri.runtimes import RUNTIMES, Runtime
 from tests.support.chains import Chain
 from tests.support.multus import MultusThick, MultusThin, Thin
+from tests.support.runtimes import RUNTIMES, Runtime
 from tests.support.stateful_chain import FakeStateful
 
 CHAINS: dict[str, Callable[[Node], Chain]] = {

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from tests.e2e_cri.cri import CriClient, PodSpec
 from tests.e2e_cri.node import Node
-from tests.e2e_cri.runtimes import Messages
 from tests.e2e_cri.scenario import Network, abandoned_run, details, guard_state, rpc_error
 from tests.support.chains import Behaviour, Chain
+from tests.support.cri import CriClient, PodSpec
 from tests.support.guard import guard_argv
+from tests.support.runtimes import Messages
 from tests.support.waiting import wait_for
 
 # kube-ovn's DEL without `server_socket`: the fake's without state, the kube-ovn fake's when multus

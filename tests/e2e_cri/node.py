@@ -1,15 +1,16 @@
-"""A throwaway node for one runtime row (runtimes.py): own config, root, state, socket and CNI dirs,
-in one temp dir.
+"""A throwaway node for one runtime row (tests/support/runtimes.py): tests/support/node.py's Node
+configured for a runtime (own config, root, state, socket and CNI dirs, in one temp dir), and the
+runtime's lifecycle on it.
 
 The runtime is never run as a system service and never touches the machine's /run/containerd,
 /var/lib/containerd, /run/crio or /var/lib/containers:
 
-- A holder process owns a private mount namespace (unshare --mount --propagation private) in which
-  <tmp>/run is bind-mounted over /run (containerd-shim-runc-v2 puts its sockets under
-  /run/containerd/s, a path compiled in) and <tmp>/var-lib-cni over /var/lib/cni (libcni's result
-  cache, which go-cni in containerd 1.6 cannot move). Every runtime of this node is started
-  inside that namespace with nsenter, so a restarted runtime finds the shims, netns mounts and
-  snapshot mounts of the killed one, as on a real node.
+- The node's holder owns a private mount namespace in which <tmp>/run is bound over /run
+  (containerd-shim-runc-v2 puts its sockets under /run/containerd/s, a path compiled in) and
+  <tmp>/var-lib-cni over /var/lib/cni (libcni's result cache, which go-cni in containerd 1.6
+  cannot move). Every runtime of this node is started inside that namespace with nsenter, so a
+  restarted runtime finds the shims, netns mounts and snapshot mounts of the killed one, as on a
+  real node.
 - reboot() is a node's reboot as the runtime sees it: every process of the node killed, the
   holder (and so every mount: netns, rootfs, /run) gone, /run and the runtime's volatile state
   emptied, the cgroups removed; disk (root, /var/lib/cni, the CNI dirs) kept; then a new holder
@@ -21,54 +22,41 @@ The runtime is never run as a system service and never touches the machine's /ru
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import shutil
-import signal
 import subprocess
-import sys
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, ClassVar
 
 from tests.e2e_cri import pause_image
-from tests.e2e_cri.runtimes import Paths, Runtime
-from tests.support.waiting import descendants, pid_alive, wait_for, wait_gone
-
-HOLDER = r"""
-import subprocess, sys
-for src, dst in zip(sys.argv[1::2], sys.argv[2::2]):
-    subprocess.run(["mount", "--bind", src, dst], check=True)
-print("ready", flush=True)
-sys.stdin.read()
-"""
+from tests.support import node as base
+from tests.support.daemon import Answer, Daemon
+from tests.support.runtimes import Paths, Runtime
 
 DEBIAN_CNI = Path("/usr/lib/cni")
 START_BOUND = 90  # seconds a runtime may take to answer after start (under the other helpers' load)
 
 
 @dataclass
-class Node:
-    tmp: Path
-    name: str  # also the cgroup parent and the bridge device's prefix
-    runtime: Runtime
+class Node(base.Node):
+    """name: also the cgroup parent and the bridge device's prefix."""
+
+    runtime: Runtime = field(kw_only=True)
     snapshotter: str = "overlayfs"
-    holder: subprocess.Popen[str] | None = None
-    daemon: subprocess.Popen[bytes] | None = None
-    _log: IO[bytes] | None = None
+    daemon: Daemon | None = None  # the runtime, while it runs
+    _log: IO[bytes] | None = None  # the runtime's log, when a subclass started it itself
     starts: int = 0
-    notes: list[str] = field(default_factory=list)
+
+    prefix: ClassVar[str] = "dge2e-"
+    dirs: ClassVar[tuple[str, ...]] = ("cni/bin", "cni/net.d", "opt", "runc", "logs")
+    own: ClassVar[tuple[tuple[str, str], ...]] = (("run", "/run"),
+                                                  ("var-lib-cni", "/var/lib/cni"))
+    volatile: ClassVar[tuple[str, ...]] = ("run", "runc")
 
     @classmethod
     def create(cls, runtime: Runtime) -> Node:
-        # Short path: unix socket paths are limited to 108 bytes.
-        tmp = Path(tempfile.mkdtemp(prefix="dge2e-", dir="/tmp"))
-        node = cls(tmp=tmp, name=tmp.name.replace("_", "x"), runtime=runtime)
-        for sub in ("run", "var-lib-cni", "cni/bin", "cni/net.d", "opt", "runc", "logs"):
-            (tmp / sub).mkdir(parents=True)
-        return node
+        return cls.make(runtime=runtime)
 
     # --- paths -------------------------------------------------------------------------------
 
@@ -93,10 +81,6 @@ class Node:
     def run(self) -> Path:
         """What /run is inside the node's mount namespace (emptied at power_off)."""
         return self.tmp / "run"
-
-    @property
-    def cgroup_parent(self) -> str:
-        return f"/{self.name}"
 
     @property
     def log_path(self) -> Path:
@@ -127,29 +111,6 @@ class Node:
         tmp.rename(path)
         return path
 
-    def start_holder(self) -> None:
-        binds = [str(self.run), "/run", str(self.cni_cache), "/var/lib/cni"]
-        self.holder = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "--",
-             sys.executable, "-I", "-c", HOLDER, *binds],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )
-        assert self.holder.stdout is not None
-        line = self.holder.stdout.readline()
-        if line.strip() != "ready":
-            raise RuntimeError(f"mount namespace holder failed (said {line!r})")
-
-    @property
-    def enter(self) -> tuple[str, ...]:
-        """The argv prefix that runs a command in the node's mount namespace (nsenter execs it in
-        place); valid until power_off."""
-        assert self.holder is not None
-        return ("nsenter", f"--mount=/proc/{self.holder.pid}/ns/mnt", "--")
-
-    def mount_ns(self) -> str:
-        assert self.holder is not None
-        return os.readlink(f"/proc/{self.holder.pid}/ns/mnt")
-
     # --- the runtime -------------------------------------------------------------------------
 
     def write_config(self) -> Path:
@@ -159,28 +120,36 @@ class Node:
         return path
 
     def start_runtime(self) -> None:
+        """Started in the node (nsenter execs it in place: the pid is the runtime's), ready when
+        it answers on its socket."""
         assert self.holder is not None and self.daemon is None
         config = self.write_config()
         self.starts += 1
-        self._log = self.log_path.open("ab")
-        self._log.write(f"\n===== start {self.starts} =====\n".encode())
-        self._log.flush()
-        # nsenter execs the runtime in place (no fork for a mount namespace): pid is the runtime's.
-        self.daemon = subprocess.Popen(
-            ["nsenter", f"--mount=/proc/{self.holder.pid}/ns/mnt", "--",
-             *self.runtime.argv(config)],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-            env=self.runtime.env(),
-        )
-        wait_for(self._answers, f"{self.runtime.key} to answer on {self.socket}",
-                 timeout=START_BOUND, every=0.2)
+        socket = self.socket
+        self.daemon = Daemon(
+            self.runtime.key, [*self.enter, *self.runtime.argv(config)], self.log_path,
+            ready=Answer(lambda: self.runtime.answers(socket), f"an answer on {socket}"),
+            env=self.runtime.env(), start_bound=START_BOUND, starts=self.starts - 1)
+        self.daemon.start()
 
     def _answers(self) -> bool:
+        """Whether the runtime answers yet, failing at once when it exited (for a subclass that
+        starts the runtime itself; start_runtime's Daemon checks the same)."""
         assert self.daemon is not None
         if self.daemon.poll() is not None:
             code = self.daemon.returncode
             raise RuntimeError(f"{self.runtime.key} exited with {code}:\n{self.log_tail()}")
         return self.runtime.answers(self.socket)
+
+    def start_runtime_on_a_working_snapshotter(self) -> None:
+        """Start the runtime; where overlayfs does not work here (a nested overlay), again on the
+        native snapshotter."""
+        self.start_runtime()
+        if not self.overlayfs_ok():
+            self.notes.append("overlayfs unusable here: native snapshotter")
+            self.stop_runtime()
+            self.snapshotter = "native"
+            self.start_runtime()
 
     def ctr(self, *args: str, check: bool = True,
             timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -189,17 +158,16 @@ class Node:
     def overlayfs_ok(self) -> bool:
         return self.runtime.overlayfs_ok(self.socket)
 
+    def _runtime_process(self) -> Daemon:
+        """The running runtime as a Daemon (a subclass may have started it as a Popen)."""
+        assert self.daemon is not None
+        if isinstance(self.daemon, Daemon):
+            return self.daemon
+        return Daemon.adopt(self.runtime.key, self.daemon, self.log_path)
+
     def kill_runtime(self, with_plugins: bool = True) -> list[int]:
         """SIGKILL the runtime (and, as a crash of the node would, the CNI plugins it runs)."""
-        assert self.daemon is not None
-        pid = self.daemon.pid
-        plugins = descendants(pid) if with_plugins else []
-        os.kill(pid, signal.SIGKILL)
-        for child in plugins:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGKILL)
-        self.daemon.wait(timeout=30)
-        wait_gone(plugins, "the killed runtime's CNI plugins to exit")
+        plugins = self._runtime_process().kill(children=with_plugins)
         self._close_log()
         self.daemon = None
         return plugins
@@ -207,16 +175,12 @@ class Node:
     def stop_runtime(self) -> None:
         if self.daemon is None:
             return
-        self.daemon.terminate()
-        try:
-            self.daemon.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.daemon.kill()
-            self.daemon.wait(timeout=20)
+        self._runtime_process().stop(grace=20)
         self._close_log()
         self.daemon = None
 
     def _close_log(self) -> None:
+        """The log of a runtime a subclass started itself (a Daemon's is closed at its start)."""
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -231,12 +195,7 @@ class Node:
         Disk stays: the runtime's root, /var/lib/cni (libcni's cache, multus's), the CNI dirs."""
         if self.daemon is not None:
             self.kill_runtime()
-        self._kill_leftovers()
-        self._stop_holder()  # its namespace held every mount: netns, rootfs, /run
-        self._remove_cgroups()
-        for volatile in (self.run, self.tmp / "runc"):
-            shutil.rmtree(volatile)
-            volatile.mkdir()
+        super().power_off()
 
     def boot(self) -> None:
         self.start_holder()
@@ -245,12 +204,8 @@ class Node:
     def come_up(self, archive: Path) -> None:
         """A fresh node's first start: the holder and the runtime (on the native snapshotter
         where overlayfs does not work here), then the pause image imported."""
-        self.boot()
-        if not self.overlayfs_ok():
-            self.notes.append("overlayfs unusable here: native snapshotter")
-            self.stop_runtime()
-            self.snapshotter = "native"
-            self.start_runtime()
+        self.start_holder()
+        self.start_runtime_on_a_working_snapshotter()
         self.import_image(archive)
 
     def reboot(self) -> None:
@@ -272,74 +227,9 @@ class Node:
 
     # --- teardown ----------------------------------------------------------------------------
 
-    def teardown(self) -> list[str]:
-        """Remove everything this node made; return what could not be removed."""
-        problems: list[str] = []
-        for step in (self.stop_runtime, self._kill_leftovers, self._stop_holder,
-                     self._remove_cgroups, self._remove_bridges, self._remove_tmp):
-            try:
-                step()
-            except Exception as exc:  # noqa: BLE001 - every step must run; each failure is reported
-                problems.append(f"{step.__name__}: {exc!r}")
-        return problems
-
-    def _namespace_pids(self) -> list[int]:
-        if self.holder is None or not pid_alive(self.holder.pid):
-            return []
-        ns = self.mount_ns()
-        found = []
-        for pid in _pids():
-            if pid in (self.holder.pid, os.getpid()):
-                continue
-            with contextlib.suppress(OSError):
-                if os.readlink(f"/proc/{pid}/ns/mnt") == ns:
-                    found.append(pid)
-        return found
-
-    def _cgroup_dirs(self) -> list[Path]:
-        root = Path("/sys/fs/cgroup")
-        tops = [root / self.name, *(d / self.name for d in root.iterdir() if d.is_dir())]
-        return [top for top in tops if top.is_dir()]
-
-    def _cgroup_pids(self) -> list[int]:
-        pids: set[int] = set()
-        for top in self._cgroup_dirs():
-            for procs in top.rglob("cgroup.procs"):
-                with contextlib.suppress(OSError):
-                    pids.update(int(p) for p in procs.read_text().split())
-        return sorted(pids)
-
-    def _kill_leftovers(self) -> None:
-        """Shims, pause processes and hung plugins: all live in our namespace or our cgroups.
-
-        Looked for again until none is left: a process that forks while it is killed (a Go
-        daemon of the node exec'ing a delegate in one thread as SIGKILL reaches the others)
-        leaves a child the first look missed, and its cgroup could not be removed."""
-        for _ in range(10):
-            pids = sorted(set(self._namespace_pids()) | set(self._cgroup_pids()))
-            if not pids:
-                return
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            wait_gone(pids, "leftover shim, pause and plugin processes to exit")
-        raise RuntimeError(f"processes of node {self.name} keep appearing: "
-                           f"{[_described(p) for p in pids]}")
-
-    def _stop_holder(self) -> None:
-        if self.holder is None:
-            return
-        assert self.holder.stdin is not None
-        self.holder.stdin.close()
-        self.holder.wait(timeout=20)
-        self.holder = None
-
-    def _remove_cgroups(self) -> None:
-        for top in self._cgroup_dirs():
-            for sub in sorted(top.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-                if sub.is_dir():
-                    sub.rmdir()
-            top.rmdir()
+    def teardown_steps(self) -> list[Callable[[], None]]:
+        return [self.stop_runtime, self._delete_netns, self._kill_leftovers, self._stop_holder,
+                self._remove_cgroups, self._remove_bridges, self._remove_tmp]
 
     def _remove_bridges(self) -> None:
         out = subprocess.run(
@@ -349,28 +239,7 @@ class Node:
             if match.group(1).startswith(bridge_prefix(self.name)):
                 subprocess.run(["ip", "link", "del", match.group(1)], check=True)
 
-    def _remove_tmp(self) -> None:
-        mounts = Path("/proc/self/mountinfo").read_text(encoding="utf-8")
-        if str(self.tmp) in mounts:
-            raise RuntimeError(f"mounts under {self.tmp} are still there; leaving it")
-        shutil.rmtree(self.tmp)
-
 
 def bridge_prefix(name: str) -> str:
     """Bridge devices of a node are named from this (IFNAMSIZ allows 15 characters)."""
     return "dg" + name.removeprefix("dge2e-")[:8]
-
-
-def _described(pid: int) -> str:
-    """pid, its threads' states and its command line, for an error message."""
-    try:
-        states = sorted({Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0]
-                         for t in os.listdir(f"/proc/{pid}/task")})
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
-    except OSError as exc:
-        return f"{pid} ({exc.strerror})"
-    return f"{pid} {''.join(states)} {argv}"
-
-
-def _pids() -> list[int]:
-    return [int(n) for n in os.listdir("/proc") if n.isdigit()]

@@ -17,24 +17,22 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import grpc
 
 from tests.e2e_cri import pause_image
-from tests.e2e_cri.cri import CriClient, PodSpec, Stubs
 from tests.e2e_cri.node import Node
-from tests.e2e_cri.runtimes import START_LINE, Runtime
-from tests.support import matrix
+from tests.support.cri import CriClient, PodSpec, Stubs
+from tests.support.evidence import Evidence
 from tests.support.reported_stack import ReportedStack
+from tests.support.runtimes import START_LINE, Runtime
 from tests.support.waiting import wait_for
 
 RUN_DEADLINE = 240  # the kubelet's RunPodSandbox deadline (4 minutes)
@@ -57,7 +55,8 @@ REBOOT_PODS = 20
 CONF_SETTLE = 2.0  # seconds without a change in its conf dir before CRI-O's default is trusted
 # CRI-O (ocicni) on any change of a file in its conf dir
 CRIO_EVENT = r'CNI monitoring event \S+\s+\\?"[^"\\]*\\?"'
-# What the runtime's errors said, counted by kind (Evidence.tally)
+# What the runtime's errors said, counted by kind (Evidence.tally; Evidence is
+# tests/support/evidence.py's, imported from here by the kubelet suite)
 ERROR_KINDS = {
     "kube-ovn-rpc-failed": "RPC failed",  # kube-ovn's plugin could not reach its daemon (code 11)
     "kube-ovn-no-socket": "server_socket is required",  # multus handed it a config without it
@@ -65,38 +64,6 @@ ERROR_KINDS = {
     "deadline": "DEADLINE_EXCEEDED",  # the caller's deadline (the kubelet's) passed first
     "name-reserved": "is reserved for",
 }
-
-
-@dataclass
-class Evidence:
-    """What one run saw, and the row it records (the kubelet suite's reported run too)."""
-
-    scenario: str
-    runtime: str  # the row's key (containerd-2.1, ...)
-    version: str  # as the runtime's binary reports it
-    delegate: str
-    guard: bool
-    driver: str = "cri"
-    outcome: str = ""
-    seconds: float = 0.0  # from the disruption until the pod (every pod) runs again
-    multus_dels: int = 0  # DELs that reached multus's daemon
-    kube_ovn_dels: int = 0  # DELs that reached kube-ovn's daemon
-    facts: dict[str, Any] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)  # the runtime's (kubelet's) errors, in order
-    tally: dict[str, int] = field(default_factory=dict)  # those errors, by ERROR_KINDS
-
-    def record(self, kind: str) -> None:
-        row = matrix.Row(kind, self.version, self.delegate, self.scenario, self.guard,
-                         self.outcome, self.seconds, driver=self.driver)
-        matrix.record(row)
-
-    def save(self) -> Path:
-        where = matrix.path().parent / "reported"
-        where.mkdir(parents=True, exist_ok=True)
-        guard = "guard" if self.guard else "control"
-        path = where / f"{self.scenario}-{self.runtime}-{self.delegate}-{guard}.json"
-        path.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
-        return path
 
 
 @dataclass
@@ -177,12 +144,16 @@ class Site:
     def until(self, what: Callable[[], object], bound: float) -> bool:
         """Call `what` until it succeeds, every BACKOFF s (the kubelet's retry), within bound."""
         deadline = time.monotonic() + bound
-        while True:
+
+        def attempt() -> str | None:
             if self.call(what):
-                return True
-            if time.monotonic() + BACKOFF > deadline:
-                return False
-            time.sleep(BACKOFF)
+                return "done"
+            return "out of time" if time.monotonic() + BACKOFF > deadline else None
+
+        # No attempt starts after the bound: the check gives up itself, the wait's own timeout
+        # (a back-off later) is never reached.
+        return wait_for(attempt, "a call to succeed, retried as the kubelet does",
+                        timeout=bound + 2 * BACKOFF, every=BACKOFF) == "done"
 
     def stop_remove(self, sandbox: str, bound: float) -> bool:
         """StopPodSandbox, then RemovePodSandbox, each retried as the kubelet does within bound."""

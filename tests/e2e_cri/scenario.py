@@ -11,10 +11,10 @@ from typing import Any
 
 import grpc
 
-from tests.e2e_cri.cri import CriClient, PodSpec
 from tests.e2e_cri.node import Node, bridge_prefix
 from tests.support import records
 from tests.support.confs import guard_plugin, stale_delegate
+from tests.support.cri import CriClient, PodSpec
 from tests.support.guard import install_guard
 from tests.support.records import fake_calls
 from tests.support.waiting import wait_for

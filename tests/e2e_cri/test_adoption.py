@@ -21,7 +21,6 @@ import sys
 
 import pytest
 
-from tests.e2e_cri.cri import CriClient, PodSpec
 from tests.e2e_cri.expected import expected
 from tests.e2e_cri.matrix_scenarios import STALE_DEL
 from tests.e2e_cri.node import Node
@@ -35,6 +34,7 @@ from tests.e2e_cri.scenario import (
     rpc_error,
 )
 from tests.support import guard
+from tests.support.cri import CriClient, PodSpec
 from tests.support.fakes import install_fake
 from tests.support.paths import widen
 from tests.support.waiting import wait_for

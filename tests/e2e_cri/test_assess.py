@@ -18,11 +18,11 @@ import pytest
 
 from cni_delguard.ops.assess import chains
 from delguard_build import matrix, ranges, verdict
-from tests.e2e_cri.cri import CriClient
 from tests.e2e_cri.matrix_chains import CHAINS
 from tests.e2e_cri.node import Node
 from tests.e2e_cri.scenario import Network
 from tests.support.chains import Behaviour, Chain
+from tests.support.cri import CriClient
 from tests.support.installerproc import command
 
 pytestmark = pytest.mark.containerd

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e_cri.cri import CriClient, PodSpec
 from tests.e2e_cri.expected import expected
 from tests.e2e_cri.matrix_chains import runtime_cases
 from tests.e2e_cri.matrix_scenarios import SCENARIOS, Stage, timed
@@ -22,6 +21,7 @@ from tests.e2e_cri.node import Node
 from tests.e2e_cri.scenario import Network, guard_log
 from tests.support import matrix, records
 from tests.support.chains import Chain, Pod
+from tests.support.cri import CriClient, PodSpec
 
 pytestmark = pytest.mark.containerd
 

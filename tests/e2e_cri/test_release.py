@@ -18,7 +18,6 @@ import time
 import pytest
 
 from cni_delguard.ops import stuck
-from tests.e2e_cri.cri import CriClient, PodSpec
 from tests.e2e_cri.node import Node
 from tests.e2e_cri.scenario import (
     NETWORK,
@@ -36,6 +35,7 @@ from tests.e2e_cri.scenario import (
     rpc_error,
     skip_unless_failed_dels_block,
 )
+from tests.support.cri import CriClient, PodSpec
 from tests.support.guard import guard_argv
 
 pytestmark = pytest.mark.containerd

@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e_cri import cri, pause_image
+from tests.e2e_cri import pause_image
 from tests.e2e_cri.conftest import CACHE
 from tests.e2e_cri.expected import reported
 from tests.e2e_cri.reported import SCENARIOS, Evidence, Run, run
-from tests.e2e_cri.runtimes import BY_KEY
+from tests.support import cri
 from tests.support.guard import frozen_or_skip, under_test
+from tests.support.runtimes import BY_KEY
 
 pytestmark = [pytest.mark.containerd, pytest.mark.slow]
 

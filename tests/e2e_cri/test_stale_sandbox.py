@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e_cri.cri import CriClient, PodSpec
 from tests.e2e_cri.node import Node
 from tests.e2e_cri.scenario import (
     NETWORK,
@@ -31,6 +30,7 @@ from tests.e2e_cri.scenario import (
     rpc_error,
     skip_unless_failed_dels_block,
 )
+from tests.support.cri import CriClient, PodSpec
 from tests.support.waiting import wait_gone
 
 pytestmark = pytest.mark.containerd

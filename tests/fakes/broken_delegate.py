@@ -63,8 +63,10 @@ def _stdout_held(conf: dict[str, object]) -> int:
         os.setsid()
         time.sleep(3600)
         os._exit(0)
-    with open(os.path.join(str(conf["pidDir"]), "daemon.pid"), "w", encoding="utf-8") as f:
+    path = os.path.join(str(conf["pidDir"]), "daemon.pid")
+    with open(f"{path}.{os.getpid()}", "w", encoding="utf-8") as f:  # whole or not at all
         f.write(str(pid))
+    os.rename(f"{path}.{os.getpid()}", path)
     sys.stdout.write(json.dumps({"cniVersion": "1.0.0", "interfaces": []}))
     sys.stdout.flush()
     return 0

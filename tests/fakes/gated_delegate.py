@@ -65,10 +65,7 @@ def _gate(conf: dict[str, object], command: str, point: str) -> None:
         os.mkfifo(base + ".fifo", 0o600)
     except FileExistsError:
         pass
-    tmp = f"{base}.pid.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(str(os.getpid()))
-    os.rename(tmp, base + ".pid")
+    _write_pid(base + ".pid", os.getpid())
     with open(base + ".fifo", "rb") as fifo:
         fifo.read()
 
@@ -90,8 +87,15 @@ def _error(version: str, code: int, msg: str) -> tuple[int, bytes]:
 def _spawn_child(conf: dict[str, object]) -> None:
     child = subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     path = os.path.join(str(conf["gateDir"]), f"{os.environ.get('CNI_CONTAINERID', '')}.child.pid")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(str(child.pid))
+    _write_pid(path, child.pid)
+
+
+def _write_pid(path: str, pid: int) -> None:
+    """Written whole or not at all (a temp file renamed): a test that sees the file reads it."""
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(str(pid))
+    os.rename(tmp, path)
 
 
 def _own_work(conf: dict[str, object], command: str, raw: bytes) -> tuple[int, bytes]:

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import socket
-import subprocess
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -17,7 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.daemon import Answer, Daemon, free_port, http_ready
 from tests.support.waiting import wait_for
+
+__all__ = ["Prometheus", "binary", "free_port"]  # free_port: test_runbooks imports it here
 
 
 def binary() -> str:
@@ -25,12 +25,6 @@ def binary() -> str:
     if found is None:
         pytest.fail("no prometheus server: tools/install-test-deps.sh installs Debian's")
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Prometheus:
@@ -54,43 +48,26 @@ class Prometheus:
         }
         (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
         self.log = workdir / "prometheus.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Daemon | None = None
 
     def __enter__(self) -> Prometheus:
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                [binary(), f"--config.file={self.dir / 'prometheus.yml'}",
-                 f"--storage.tsdb.path={self.data}",
-                 f"--web.listen-address=127.0.0.1:{self.port}",
-                 "--storage.tsdb.retention.time=1h", "--log.level=warn"],
-                stdout=out, stderr=subprocess.STDOUT,
-            )
+        self.proc = Daemon(
+            "Prometheus",
+            [binary(), f"--config.file={self.dir / 'prometheus.yml'}",
+             f"--storage.tsdb.path={self.data}", f"--web.listen-address=127.0.0.1:{self.port}",
+             "--storage.tsdb.retention.time=1h", "--log.level=warn"],
+            self.log, ready=Answer(lambda: http_ready(f"{self.url}/-/ready"), "200 on /-/ready"))
         try:
-            wait_for(self._ready, "Prometheus to be ready", 60, every=0.2)
+            self.proc.start()
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            self.proc.stop()
         shutil.rmtree(self.data, ignore_errors=True)
-
-    def _ready(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise AssertionError(f"prometheus exited: {self.log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as r:  # noqa: S310
-                return r.status == 200
-        except OSError:
-            return False
 
     def api(self, path: str, **params: str) -> Any:
         url = f"{self.url}/api/v1/{path}"

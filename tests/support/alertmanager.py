@@ -7,8 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import signal
-import subprocess
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.monitoring.prometheus import free_port
-from tests.support.waiting import wait_for
+from tests.support.daemon import Answer, Daemon, free_port, http_ready
 
 
 @contextlib.contextmanager
@@ -29,33 +26,18 @@ def running(workdir: Path, config: dict) -> Iterator[str]:
     port = free_port()
     path = workdir / "alertmanager.yml"
     path.write_text(yaml.safe_dump(config))
-    log_path = workdir / "alertmanager.log"
-    log = log_path.open("wb")
-    proc = subprocess.Popen(
+    url = f"http://127.0.0.1:{port}"
+    manager = Daemon(
+        "Alertmanager",
         [binary, f"--config.file={path}", f"--storage.path={workdir / 'data'}",
          f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
-        stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        assert proc.poll() is None, log_path.read_text()
-        try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:  # noqa: S310
-                return r.status == 200
-        except OSError:
-            return False
-
+        workdir / "alertmanager.log",
+        ready=Answer(lambda: http_ready(f"{url}/-/ready"), "200 on /-/ready"))
     try:
-        wait_for(ready, "Alertmanager to be ready", 60, every=0.2)
+        manager.start()
         yield url
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        manager.stop()
 
 
 def api(url: str, path: str, body: object | None = None) -> object:

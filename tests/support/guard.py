@@ -46,32 +46,26 @@ def frozen_binary() -> Path:
 def frozen_or_skip() -> Path:
     """The frozen binary, for a test that needs it; skipped when it is not built (the fast loop
     needs no build), but a failure under CI, where tools/build.sh has run."""
-    import pytest
+    from tests.support.skips import skip_or_fail
 
     try:
         return frozen_binary()
     except FileNotFoundError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"{exc} (CI builds it first)")
-        pytest.skip(str(exc))
+        skip_or_fail(str(exc))
 
 
 def frozen_or_skip_for(arch: str) -> Path:
     """Another arch's frozen bundle (tools/build.sh --arch ARCH: dist/ARCH/cni-delguard/), run
     here under qemu-user; skipped when it is not built, a failure under CI (tools/test.sh builds
     it)."""
-    import pytest
+    from tests.support.skips import skip_or_fail
 
     if arch == HOST_ARCH:
         return frozen_or_skip()
     path = REPO / "dist" / arch / "cni-delguard" / "cni-delguard"
-    if os.access(path, os.X_OK):
-        return path
-    why = f"no {arch} bundle at {path}: build it with tools/build.sh --arch {arch}"
-    if os.environ.get("CI"):
-        pytest.fail(f"{why} (CI builds it first)")
-    pytest.skip(why)
-    raise AssertionError("unreachable: skip raises")
+    if not os.access(path, os.X_OK):
+        skip_or_fail(f"no {arch} bundle at {path}: build it with tools/build.sh --arch {arch}")
+    return path
 
 
 def install_guard(bin_dir: Path, name: str = "cni-delguard") -> Path:

@@ -3,7 +3,6 @@ DELGUARD_UNDER_TEST=package), one-shot commands on a fake node, and `install --w
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import time
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import guard
+from tests.support.daemon import Daemon
 
 
 def command() -> list[str]:
@@ -31,23 +31,18 @@ def installer(node: Any, *argv: str, timeout: float = 120) -> subprocess.Complet
 
 
 class WatchProc:
-    """`install --watch` as a process; its stdout (the container log) collected in a file."""
+    """`install --watch` as a process; its stdout (the container log) collected in a file. Not
+    awaited when started: each test waits for what the watcher does on its node."""
 
     def __init__(self, node: Any, tmp: Path, *extra: str) -> None:
         self.log = tmp / f"watch-{time.monotonic_ns()}.log"
         argv = [*command(), "install", *node.args("--watch", "--watch-interval", "0.2", *extra)]
-        with open(self.log, "w") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        self.proc = Daemon("install --watch", argv, self.log)
+        self.proc.start(wait=False)
 
     def text(self) -> str:
         return self.log.read_text()
 
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=30)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
+    def stop(self) -> int | None:
+        """SIGTERM, as the pod's deletion sends; its exit status."""
+        return self.proc.stop()

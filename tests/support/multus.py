@@ -40,11 +40,8 @@ one of tests/e2e_cluster, an ApiServer); the end delegate tests/fakes/kube_ovn.p
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
 from dataclasses import dataclass
 from enum import Enum
@@ -53,10 +50,10 @@ from typing import Any, Protocol
 
 from tests.support import peers
 from tests.support.chains import Behaviour, Pod
+from tests.support.daemon import Daemon, FileWritten
 from tests.support.fakes import install_kube_ovn
 from tests.support.kubeapi import KubeAPI
 from tests.support.records import matching, read_jsonl
-from tests.support.waiting import descendants, wait_for
 
 VERSION = "v4.3.0"
 CNI_VERSION = "0.3.1"  # kube-ovn's conflist and Cozystack's daemon-config.json
@@ -274,10 +271,9 @@ class MultusThick(_Base):
     # the daemon's socket is then where its DaemonSet puts it, /run/multus in the node, and goes
     # with the node's /run at a power-off. Without it the socket dir is in the work dir.
     run: Path | None = None
-    daemon: subprocess.Popen[bytes] | None = None
+    daemon: Daemon | None = None  # while it runs
     starts: int = 0
-    _out: Any = None
-    _left: tuple[int, int] | None = None  # the conf's (inode, mtime) before the daemon started
+    _process: Daemon | None = None
 
     @property
     def socket_dir(self) -> Path:
@@ -325,73 +321,45 @@ class MultusThick(_Base):
                "MULTUS_NODE_NAME": self.node}
         env |= self.api.service_account(self.work / "serviceaccount")
         self.starts += 1
-        # A daemon killed with its node leaves its 00-multus.conf behind (it removes it only on
-        # a clean exit): ready means written by this start.
-        self._left = file_stamp(self.conf_dir / "00-multus.conf")
-        self._out = (self.work / "multus-daemon.out").open("ab")
-        self.daemon = subprocess.Popen(
-            [*self.enter, sys.executable, "-I", "-c", LAUNCHER, os.readlink("/proc/self/ns/mnt"),
-             str(self.work / "serviceaccount"),
-             SERVICE_ACCOUNT, str(multus_bin("multus-daemon", self.version)),
-             "-config", str(self.work / "daemon-config.json")],
-            env=env, stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT,
-        )
-        # The daemon writes the shim's conf once its socket serves and its informers have synced
-        # (cmd/multus-daemon/main.go: server start, API readiness, then the config manager).
-        wait_for(self._ready, "multus-daemon to write 00-multus.conf", timeout=90,
-                 every=0.05, detail=self.log_tail)
-
-    def _ready(self) -> bool:
-        assert self.daemon is not None
-        if self.daemon.poll() is not None:
-            raise RuntimeError(f"multus-daemon exited with {self.daemon.returncode}:\n"
-                               f"{self.log_tail()}")
-        conf = file_stamp(self.conf_dir / "00-multus.conf")
-        return conf is not None and conf != self._left and \
-            (self.socket_dir / "multus.sock").exists()
+        argv = [*self.enter, sys.executable, "-I", "-c", LAUNCHER,
+                os.readlink("/proc/self/ns/mnt"), str(self.work / "serviceaccount"),
+                SERVICE_ACCOUNT, str(multus_bin("multus-daemon", self.version)),
+                "-config", str(self.work / "daemon-config.json")]
+        if self._process is None:
+            # The daemon writes the shim's conf once its socket serves and its informers have
+            # synced (cmd/multus-daemon/main.go: server start, API readiness, then the config
+            # manager); one killed with its node leaves its conf behind (it removes it only on a
+            # clean exit): ready means written by this start.
+            self._process = Daemon("multus-daemon", argv, self.work / "multus-daemon.out",
+                                   ready=FileWritten(self.conf_dir / "00-multus.conf"),
+                                   env=env, start_bound=90, more_logs=(self.log,))
+        self._process.argv, self._process.env = argv, env
+        self.daemon = self._process
+        try:
+            self._process.start()
+        except BaseException:
+            self.stop_daemon()
+            raise
 
     def log_tail(self, lines: int = 30) -> str:
-        assert self.work is not None
-        text = ""
-        for path in (self.work / "multus-daemon.out", self.log):
-            with contextlib.suppress(OSError):
-                text += "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) + "\n"
-        return text
+        return "" if self._process is None else self._process.log_tail(lines)
 
     def stop_daemon(self) -> None:
+        """SIGTERM, as its pod's deletion does; the delegates it still runs (a kube-ovn told to
+        hang) would outlive it: ended first."""
         if self.daemon is None:
             return
-        if self.daemon.poll() is None:
-            # Delegates it still runs (a kube-ovn told to hang) would outlive it: end them first.
-            for child in descendants(self.daemon.pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(child, signal.SIGKILL)
-            self.daemon.send_signal(signal.SIGTERM)
-            try:
-                self.daemon.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.daemon.kill()
-                self.daemon.wait(timeout=30)
-        self._forget_daemon()
-
-    def _forget_daemon(self) -> None:
-        """The daemon has exited and been waited for: drop it and close its output."""
+        self.daemon.end_children()
+        self.daemon.stop()
         self.daemon = None
-        if self._out is not None:
-            self._out.close()
-            self._out = None
 
     def node_down(self) -> None:
         """The node killed the daemon with everything it ran (its socket dir went with the node's
         /run when `run` is given); reap it."""
         if self.daemon is None:
             return
-        try:
-            self.daemon.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            raise AssertionError("multus-daemon outlived its node's power-off: it does not run "
-                                 "in the node") from None
-        self._forget_daemon()
+        self.daemon.reap()
+        self.daemon = None
 
     def node_up(self, enter: tuple[str, ...]) -> None:
         """The DaemonSet's pod back on the rebooted node: the daemon started in its new mount
@@ -428,12 +396,3 @@ class MultusThick(_Base):
     def stop(self) -> None:
         self.stop_daemon()
         self._stop_common()
-
-
-def file_stamp(path: Path) -> tuple[int, int] | None:
-    """A file's (inode, mtime in ns): a rewrite in place or by rename changes it."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return st.st_ino, st.st_mtime_ns

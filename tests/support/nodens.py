@@ -1,5 +1,5 @@
-"""A node's mount namespace for tests that run CNI without a runtime: the test's own /run,
-/var/lib/cni and /var/log, held by one process, entered with nsenter by everything the node runs.
+"""A node for tests that run CNI without a runtime: tests/support/node.py's Node with the test's
+own /run, /var/lib/cni and /var/log, entered with nsenter by everything the node runs.
 
 What a node of the CRI e2e suite is (tests/e2e_cri/node.py) without the runtime:
 multus-daemon, cnitool and the network namespaces all live in one mount namespace, so
@@ -16,63 +16,34 @@ and the holder (its mounts go with it), and removes the temp dir.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import signal
 import subprocess
-import sys
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-from tests.support.netns import unique_name
-from tests.support.waiting import all_pids, wait_gone
-
-HOLDER = r"""
-import subprocess, sys
-for src, dst in zip(sys.argv[1::2], sys.argv[2::2]):
-    subprocess.run(["mount", "--bind", src, dst], check=True)
-print("ready", flush=True)
-sys.stdin.read()
-"""
-BINDS = (("run", "/run"), ("var-lib-cni", "/var/lib/cni"), ("var-log", "/var/log"))
+from tests.support import node as base
 
 
 @dataclass
-class NodeNS:
-    tmp: Path
-    holder: subprocess.Popen[str] | None = None
-    netns: list[str] = field(default_factory=list)
+class NodeNS(base.Node):
+    prefix: ClassVar[str] = "dgmu-"  # short: multus-daemon's socket path is under it
+    own: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("run", "/run"), ("var-lib-cni", "/var/lib/cni"), ("var-log", "/var/log"))
 
     @classmethod
     def create(cls, prefix: str = "dgmu-") -> NodeNS:
-        # Short: unix socket paths (multus-daemon's) are limited to 108 bytes.
-        node = cls(Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp")))
-        for sub, _ in BINDS:
-            (node.tmp / sub).mkdir(mode=0o755)
-        args = [a for sub, dst in BINDS for a in (str(node.tmp / sub), dst)]
-        node.holder = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "--",
-             sys.executable, "-I", "-c", HOLDER, *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )
-        assert node.holder.stdout is not None
-        line = node.holder.stdout.readline()
-        if line.strip() != "ready":
+        node = cls.make(prefix)
+        try:
+            node.start_holder()
+        except BaseException:
             node.close()
-            raise RuntimeError(f"mount namespace holder failed (said {line!r})")
+            raise
         return node
 
     @property
     def mnt(self) -> str:
         assert self.holder is not None
         return f"/proc/{self.holder.pid}/ns/mnt"
-
-    @property
-    def enter(self) -> tuple[str, ...]:
-        """The argv prefix that runs a command in the node (nsenter execs it in place)."""
-        return ("nsenter", f"--mount={self.mnt}", "--")
 
     @property
     def cni_cache(self) -> Path:
@@ -82,49 +53,12 @@ class NodeNS:
     def run(self, argv: list[str], timeout: float = 60,
             env: dict[str, str] | None = None, stdin: str | None = None,
             ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*self.enter, *argv], capture_output=True, text=True, env=env,
-                              input=stdin, timeout=timeout, check=False)
+        return self.run_inside(argv, timeout=timeout, env=env, stdin=stdin)
 
     def add_netns(self, prefix: str = "dgmu") -> str:
-        """A new network namespace inside the node, lo up; returns its path there."""
-        name = unique_name(prefix)
-        for argv in (["ip", "netns", "add", name], ["ip", "-n", name, "link", "set", "lo", "up"]):
-            res = self.run(argv)
-            if res.returncode != 0:
-                raise RuntimeError(f"{argv}: {res.stderr.strip()}")
-            if argv[2] == "add":
-                self.netns.append(name)
-        return f"/run/netns/{name}"
-
-    def _pids_inside(self) -> list[int]:
-        """Processes in the node's mount namespace, the holder left out."""
-        assert self.holder is not None
-        mine = os.readlink(self.mnt)
-        found = []
-        for pid in all_pids():
-            if pid == self.holder.pid:
-                continue
-            with contextlib.suppress(OSError):
-                if os.readlink(f"/proc/{pid}/ns/mnt") == mine:
-                    found.append(pid)
-        return found
+        return super().add_netns(prefix)
 
     def close(self) -> list[str]:
         """Undo everything; return what could not be undone."""
-        errors: list[str] = []
-        if self.holder is not None and self.holder.poll() is None:
-            for name in self.netns:
-                res = self.run(["ip", "netns", "del", name])
-                if res.returncode != 0:
-                    errors.append(f"netns {name}: {res.stderr.strip()}")
-            left = self._pids_inside()
-            for pid in left:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            wait_gone(left, "the node's processes to exit")
-            assert self.holder.stdin is not None
-            self.holder.stdin.close()
-            self.holder.wait(timeout=30)
-        self.netns.clear()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        return errors
+        return self.teardown()
+

@@ -103,12 +103,10 @@ def find(name: str, version: str | None = None) -> Peer:
 
 def built_or_skip(name: str, version: str | None = None) -> Peer:
     """The peer, built; skipped when it is not (a failure under CI, which builds every peer)."""
-    import pytest
+    from tests.support.skips import skip_or_fail
 
     peer = find(name, version)
     if not peer.built():
-        why = f"{peer.name} {peer.version} is not built: run tools/install-peers.sh {peer.name}"
-        if os.environ.get("CI"):
-            pytest.fail(f"{why} (CI builds every peer first)")
-        pytest.skip(why)
+        skip_or_fail(f"{peer.name} {peer.version} is not built: run tools/install-peers.sh "
+                     f"{peer.name}")
     return peer

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.support.waiting import wait_for
+from tests.support.daemon import Daemon, LogLine
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = """\
@@ -40,25 +39,16 @@ def binary() -> Path | None:
 
 @contextmanager
 def running(exe: Path, where: Path) -> Iterator[str]:
-    """A registry serving from `where`; yields its host:port."""
+    """A registry serving from `where`; yields its host:port (as its log says it listens)."""
     where.mkdir(parents=True, exist_ok=True)
     config = where / "config.yml"
     config.write_text(CONFIG.format(root=where / "data"), encoding="utf-8")
     log = where / "registry.log"
-    with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.Popen([str(exe), "serve", str(config)], stdout=out, stderr=out)
+    registry = Daemon("the registry", [str(exe), "serve", str(config)], log,
+                      ready=LogLine(log, LISTENING.pattern, "it listens"))
     try:
-        def address() -> str | None:
-            found = LISTENING.search(log.read_text(encoding="utf-8"))
-            assert proc.poll() is None, log.read_text(encoding="utf-8")
-            return found.group(1) if found else None
-
-        yield wait_for(address, "the registry to listen", timeout=60,
-                       detail=lambda: log.read_text(encoding="utf-8"))
+        said = registry.start()
+        assert isinstance(said, re.Match)
+        yield said.group(1)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        registry.stop()

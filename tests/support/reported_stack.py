@@ -37,8 +37,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -47,6 +45,7 @@ from typing import Any
 
 from tests.support import peers
 from tests.support.cpulimit import CpuLimit
+from tests.support.daemon import Daemon, Record
 from tests.support.guard import frozen_binary
 from tests.support.kubeapi import KubeAPI
 from tests.support.multus import NODE, MultusThick
@@ -85,8 +84,9 @@ class KubeOvnDaemon:
 
     work: Path
     run: Path  # the node's /run as the host sees it
-    proc: subprocess.Popen[bytes] | None = None
+    proc: Daemon | None = None  # while it runs
     starts: int = 0
+    _process: Daemon | None = None
 
     @property
     def settings(self) -> Path:
@@ -113,39 +113,36 @@ class KubeOvnDaemon:
 
     def start(self, enter: tuple[str, ...], after: float = 0) -> None:
         """Started in the node; with `after`, it binds its socket only that many seconds later
-        (down until then: "restart")."""
+        (down until then: "restart"), and is not waited for."""
         assert self.proc is None
         if not self.settings.exists():
             self.mode()
         self.starts += 1
-        self.proc = subprocess.Popen(
-            [*enter, sys.executable, "-I", str(DAEMON), "--settings", str(self.settings),
-             "--record", str(self.record), "--ports", str(self.ports),
-             "--start-after", str(after)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if after == 0:
-            self.wait_listening()
-
-    def wait_listening(self, timeout: float = 60) -> None:
-        starts = self.starts
-        wait_for(lambda: len([r for r in read_jsonl(self.record) if r["phase"] == "listening"])
-                 >= starts and self.socket.exists(), "kube-ovn's daemon to listen",
-                 timeout=timeout, every=0.1)
+        argv = [*enter, sys.executable, "-I", str(DAEMON), "--settings", str(self.settings),
+                "--record", str(self.record), "--ports", str(self.ports),
+                "--start-after", str(after)]
+        if self._process is None:
+            # It records "listening" once its socket is bound and listening (the record, not the
+            # socket: a check of the socket would see the bind before the record is there).
+            self._process = Daemon(
+                "kube-ovn's daemon", argv, self.work / "kube-ovn-daemon.out",
+                ready=Record(self.record, lambda r: r["phase"] == "listening", "listening"))
+        self._process.argv = argv
+        self.proc = self._process
+        self._process.start(wait=after == 0)
 
     def stop(self) -> None:
         """Down: the process gone and its socket removed, as start-cniserver.sh's exit trap does."""
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=30)
+        self.proc.kill()
         self.proc = None
         self.socket.unlink(missing_ok=True)
 
     def node_down(self) -> None:
         """Killed with the node (its socket went with the node's /run)."""
         if self.proc is not None:
-            self.proc.wait(timeout=30)
+            self.proc.reap()
             self.proc = None
 
     def requests(self, endpoint: str, container: str | None = None) -> list[dict[str, Any]]:
@@ -162,39 +159,32 @@ class KubeOvnDaemon:
 @dataclass
 class Installer:
     """`cni-delguard install --watch` in the node, as the guard's DaemonSet container runs it:
-    the frozen bundle from dist/, the node's CNI dirs, the guard's log in the node's dir."""
+    the frozen bundle from dist/, the node's CNI dirs, the guard's log in the node's dir. Not
+    awaited when started: it is ready when the conf is wrapped (ReportedStack.wait_wrapped)."""
 
     conf_dir: Path
     bin_dir: Path
     log_file: Path
     out: Path
-    proc: subprocess.Popen[bytes] | None = None
+    proc: Daemon | None = None
 
     def start(self, enter: tuple[str, ...]) -> None:
         assert self.proc is None
-        with open(self.out, "ab") as out:
-            self.proc = subprocess.Popen(
-                [*enter, str(frozen_binary()), "install", "--watch", "--layout", "standard",
-                 "--conf-dir",
-                 str(self.conf_dir), "--bin-dir", str(self.bin_dir), "--log-file",
-                 str(self.log_file)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        self.proc = Daemon(
+            "the installer",
+            [*enter, str(frozen_binary()), "install", "--watch", "--layout", "standard",
+             "--conf-dir", str(self.conf_dir), "--bin-dir", str(self.bin_dir), "--log-file",
+             str(self.log_file)], self.out)
+        self.proc.start(wait=False)
 
     def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
-        self.proc = None
+        if self.proc is not None:
+            self.proc.stop()
+            self.proc = None
 
     def node_down(self) -> None:
         if self.proc is not None:
-            self.proc.wait(timeout=30)
+            self.proc.reap()
             self.proc = None
 
     def text(self) -> str:

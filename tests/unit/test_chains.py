@@ -1,6 +1,6 @@
 """The chains implement tests/support/chains.Chain (mypy does not read tests/, so this
 does): every member the protocol declares, with the protocol's parameters, and the matrix's
-chain names; where multus thick's daemon puts its socket, and what counts as it being ready."""
+chain names; where multus thick's daemon puts its socket. (What counts as it being ready: tests/support/daemon.py.)"""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from delguard_build import chains as measured
-from tests.support import chains, matrix, multus
+from tests.support import chains, matrix
 from tests.support.multus import MultusThick, MultusThin, Thin
 from tests.support.stateful_chain import FakeStateful
 
@@ -50,7 +50,8 @@ def test_matrix_chains_are_in_the_matrix_vocabulary() -> None:
 
 def test_every_case_of_the_matrix_has_its_expected_outcome() -> None:
     pytest.importorskip("grpc")
-    from tests.e2e_cri import expected, matrix_chains, runtimes
+    from tests.e2e_cri import expected, matrix_chains
+    from tests.support import runtimes
 
     for row in runtimes.RUNTIMES:
         for chain, scenario in matrix_chains.cases(row.boundary):
@@ -74,16 +75,3 @@ def test_thick_daemon_socket_in_the_nodes_run(tmp_path: Path) -> None:
     own = MultusThick(work=tmp_path / "chain")
     assert own.socket_dir == tmp_path / "chain" / "run-multus"
     assert own.node_socket_dir == str(own.socket_dir)
-
-
-def test_a_conf_left_by_a_killed_daemon_is_not_a_new_one(tmp_path: Path) -> None:
-    """A daemon killed with its node leaves 00-multus.conf; readiness waits for a rewrite."""
-    conf = tmp_path / "00-multus.conf"
-    assert multus.file_stamp(conf) is None
-    conf.write_text("{}", encoding="utf-8")
-    left = multus.file_stamp(conf)
-    assert left is not None and multus.file_stamp(conf) == left
-    tmp = tmp_path / "00-multus.conf.new"
-    tmp.write_text("{}", encoding="utf-8")
-    tmp.rename(conf)  # a rewrite by rename, even of the same bytes
-    assert multus.file_stamp(conf) != left

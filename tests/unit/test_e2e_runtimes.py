@@ -1,4 +1,4 @@
-"""tests/e2e_cri/runtimes.py: what the runtime table reads from a runtime's output and log, and
+"""tests/support/runtimes.py: what the runtime table reads from a runtime's output and log, and
 the configs it renders (no runtime is started here)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e_cri import runtimes
+from tests.support import runtimes
 
 CRIO_REQUEST = (
     'time="t" level=debug msg="Request: *v1.RunPodSandboxRequest: config:{metadata:{name:\\"pod\\"'

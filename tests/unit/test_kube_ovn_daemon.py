@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.support import peers
+from tests.support.daemon import Daemon, Record
 from tests.support.records import read_jsonl
 from tests.support.waiting import wait_for
 
@@ -38,9 +39,9 @@ class UnixHTTP(http.client.HTTPConnection):
 
 
 @dataclass
-class Daemon:
+class StandIn:
     tmp: Path
-    proc: subprocess.Popen[bytes]
+    process: Daemon
 
     @property
     def socket(self) -> Path:
@@ -68,12 +69,17 @@ class Daemon:
         return sorted(p.name for p in (self.tmp / "ports").iterdir())
 
 
-def start(tmp: Path, after: float = 0) -> Daemon:
-    proc = subprocess.Popen(
+def start(tmp: Path, after: float = 0) -> StandIn:
+    """Started, not yet awaited: ready once it has recorded that it listens (it binds first)."""
+    process = Daemon(
+        "the kube-ovn daemon stand-in",
         [sys.executable, "-I", str(DAEMON), "--socket", str(tmp / "d.sock"), "--settings",
          str(tmp / "settings.json"), "--record", str(tmp / "record.jsonl"), "--ports",
-         str(tmp / "ports"), "--start-after", str(after)])
-    return Daemon(tmp, proc)
+         str(tmp / "ports"), "--start-after", str(after)],
+        tmp / "daemon.log",
+        ready=Record(tmp / "record.jsonl", lambda r: r["phase"] == "listening", "listening"))
+    process.start(wait=False)
+    return StandIn(tmp, process)
 
 
 @pytest.fixture
@@ -94,21 +100,20 @@ def netns() -> Iterator[str]:
 
 
 @pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
+def daemon(tmp_path: Path) -> Iterator[StandIn]:
     d = start(tmp_path)
     try:
-        wait_for(d.socket.exists, "the stand-in's socket", timeout=30)
+        d.process.wait_ready(timeout=30)
         yield d
     finally:
-        d.proc.kill()
-        d.proc.wait()
+        d.process.kill()
 
 
 REQ = {"cni_type": "kube-ovn", "pod_name": "p1", "pod_namespace": "default",
        "container_id": "c1", "net_ns": "/var/run/netns/x", "if_name": "eth0", "provider": "ovn"}
 
 
-def test_healthy_add_answers_a_cni_response_and_makes_the_pods_nic(daemon: Daemon,
+def test_healthy_add_answers_a_cni_response_and_makes_the_pods_nic(daemon: StandIn,
                                                                   netns: str) -> None:
     status, body = daemon.post("add", REQ | {"net_ns": netns})
     assert status == 200
@@ -122,13 +127,13 @@ def test_healthy_add_answers_a_cni_response_and_makes_the_pods_nic(daemon: Daemo
     assert daemon.post("add", REQ | {"net_ns": netns})[0] == 200, "a repeated ADD keeps it"
 
 
-def test_add_into_a_netns_that_is_not_there_fails(daemon: Daemon) -> None:
+def test_add_into_a_netns_that_is_not_there_fails(daemon: StandIn) -> None:
     status, body = daemon.post("add", REQ)
     assert status == 500 and body is not None and "configure nic failed" in body["error"]
     assert daemon.ports() == []
 
 
-def test_del_is_idempotent_and_skips_an_empty_netns(daemon: Daemon, netns: str) -> None:
+def test_del_is_idempotent_and_skips_an_empty_netns(daemon: StandIn, netns: str) -> None:
     daemon.post("add", REQ | {"net_ns": netns})
     assert daemon.post("del", REQ | {"net_ns": ""}) == (204, None)
     assert daemon.ports() == ["c1:eth0"], "a DEL without netns touches no port (handler.go)"
@@ -137,14 +142,14 @@ def test_del_is_idempotent_and_skips_an_empty_netns(daemon: Daemon, netns: str) 
     assert daemon.post("del", REQ) == (204, None)  # the port already gone: success
 
 
-def test_error_mode_answers_500_with_the_reason(daemon: Daemon) -> None:
+def test_error_mode_answers_500_with_the_reason(daemon: StandIn) -> None:
     daemon.mode(**{"add": "error", "del": "error"})
     status, body = daemon.post("del", REQ)
     assert status == 500 and body is not None and "del failed" in body["error"]
     assert daemon.post("add", REQ)[0] == 500
 
 
-def test_hang_mode_never_answers_and_records_the_request(daemon: Daemon) -> None:
+def test_hang_mode_never_answers_and_records_the_request(daemon: StandIn) -> None:
     daemon.mode(**{"del": "hang"})
     with pytest.raises(TimeoutError):
         daemon.post("del", REQ, timeout=1.5)
@@ -158,27 +163,31 @@ def test_hang_mode_never_answers_and_records_the_request(daemon: Daemon) -> None
     assert daemon.post("add", REQ)[0] == 500, "the other endpoint still answers"
 
 
-def test_slow_mode_answers_after_the_delay(daemon: Daemon) -> None:
+def test_slow_mode_answers_after_the_delay(daemon: StandIn) -> None:
     daemon.mode(**{"del": "slow", "delay": 1.0})
     began = time.monotonic()
     assert daemon.post("del", REQ)[0] == 204
     assert time.monotonic() - began >= 1.0
 
 
-def test_unknown_route_is_404(daemon: Daemon) -> None:
+def test_unknown_route_is_404(daemon: StandIn) -> None:
     assert daemon.post("check", REQ)[0] == 404
 
 
 def test_start_after_binds_only_later(tmp_path: Path) -> None:
+    """Down (no socket) for the delay, then it binds and says so; it serves from then on."""
+    began, wall = time.monotonic(), time.time()
     d = start(tmp_path, after=2.0)
     try:
-        began = time.monotonic()
-        wait_for(d.socket.exists, "the late socket", timeout=60)
-        assert time.monotonic() - began >= 1.5
+        assert not d.socket.exists()
+        said = d.process.wait_ready(timeout=60)
+        assert time.monotonic() - began >= 2.0
+        assert isinstance(said, dict) and said["t"] - wall >= 1.5
+        assert d.socket.exists(), "it binds before it says it listens"
         assert [r["phase"] for r in d.record()] == ["listening"]
+        assert d.post("del", REQ) == (204, None)
     finally:
-        d.proc.kill()
-        d.proc.wait()
+        d.process.kill()
 
 
 # --- the real plugin against it ------------------------------------------------------------------
@@ -193,7 +202,7 @@ def plugin(command: str, conf: dict[str, Any], netns: str) -> tuple[int, Any]:
     return res.returncode, json.loads(res.stdout) if res.stdout else None
 
 
-def test_the_real_plugin_speaks_to_it(daemon: Daemon, netns: str) -> None:
+def test_the_real_plugin_speaks_to_it(daemon: StandIn, netns: str) -> None:
     conf = {"cniVersion": "0.3.1", "name": "kube-ovn", "type": "kube-ovn",
             "server_socket": str(daemon.socket)}
     rc, out = plugin("ADD", conf, netns)
