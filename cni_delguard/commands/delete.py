@@ -157,8 +157,14 @@ def _under_lock(
     key = store.attachment_key(ctx.inv.container_id, ctx.inv.ifname)
     lock_file = store.lock_path(settings.state_dir, settings.network, key)
     with (
-        store.MarkerStore(settings.state_dir, settings.network, create=True, pod=ctx.pod) as m,
-        AttachmentLock(lock_file, settings.lock_timeout) as lock,
+        store.MarkerStore(
+            settings.state_dir,
+            settings.network,
+            create=True,
+            pod=ctx.pod,
+            make_state_dir=settings.make_state_dir,
+        ) as m,
+        AttachmentLock(lock_file, settings.lock_timeout, dir_fd=m.fd) as lock,
     ):
         held = _Held(m, lock, key)
         out = act(held, gather(ctx, settings, conf))

@@ -256,3 +256,31 @@ def test_a_release_record_counts_only_when_it_is_roots_own(tmp_path, how, refuse
 )
 def test_what_the_log_says_of_a_release_record(fields, expected):
     assert store.Release(fields, 0, None).logged() == expected | {"uid": 0}
+
+
+def test_walk_makes_only_the_leaf_unless_asked_for_parents(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        fsutil.walk(str(tmp_path / "a" / "b"), create=True)
+    assert not (tmp_path / "a").exists()
+    os.close(fsutil.walk(str(tmp_path / "leaf"), create=True))
+    assert stat.S_IMODE((tmp_path / "leaf").stat().st_mode) == fsutil.DIR_MODE
+    os.close(fsutil.walk(str(tmp_path / "a" / "b"), create=True, make_parents=True))
+    assert (tmp_path / "a" / "b").is_dir()
+
+
+def test_walk_names_the_component_it_refuses(tmp_path):
+    deep = tmp_path / "x" / "y"
+    deep.mkdir(parents=True)
+    os.symlink(deep, tmp_path / "x" / "link")
+    with pytest.raises(fsutil.UnsafeDirError) as exc:
+        fsutil.walk(str(tmp_path / "x" / "link" / "z" / "w"))
+    assert exc.value.why == f"{tmp_path}/x/link is a symlink or not a directory"
+    with pytest.raises(fsutil.UnsafeDirError) as exc:
+        fsutil.walk(str(tmp_path / "x" / "link"))
+    assert exc.value.why == "a symlink or not a directory"
+
+
+def test_walk_refuses_a_path_past_its_depth_bound_before_opening_it():
+    with pytest.raises(fsutil.UnsafeDirError) as exc:
+        fsutil.walk("/nonexistent" + "/d" * fsutil.MAX_WALK_DEPTH)
+    assert "deeper than" in exc.value.why
