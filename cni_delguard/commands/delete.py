@@ -33,8 +33,11 @@ def run(ctx: Context, data: bytes) -> bytes:
     dflt = ctx.defaults or config.Defaults()
     peek = config.Peek(conf, dflt=dflt)
     # A logFile the path rule refuses fails ADD; a DEL still succeeds when it would have, and
-    # its record goes to the default log, saying what was refused (issue 38).
-    ctx.log = Logger(peek.log_file, peek.log_level, ctx.inv.cni_path, fallback=dflt.log_file)
+    # its record goes to the default log, saying what was refused.
+    ctx.log = Logger(
+        peek.log_file, peek.log_level, ctx.inv.cni_path, fallback=dflt.log_file,
+        builtin=dflt.log_file,
+    )
     ev = evidence.gather(peek, ctx.inv.container_id, ctx.inv.ifname, peek.prev_result)
     first, reason = decide.decide_del(ev)
     if not ev.needs_lock() and not peek.observe:
