@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cni_delguard.cni import errors
-from cni_delguard.guard import config, defaults, fields, models
+from cni_delguard.guard import config, defaults, models
 from tests.support.confs import guard_conf
 from tests.support.paths import widened_dir
 
@@ -113,6 +113,8 @@ def test_roots_own_exact_verdict_spares_pydantic(tmp_path, monkeypatch):
 def test_a_verdict_planted_for_an_invalid_config_does_not_make_it_valid(tmp_path):
     """The digest of a config the schema refuses, with a verdict of that config's own fields:
     the field rules still refuse it (code 7 from the schema, as without a verdict)."""
+    from cni_delguard.guard import fields
+
     conf = _conf(tmp_path, lockTimeout=0)
     filled = config.Defaults().conf()
     body = fields.settings(_conf(tmp_path), filled) | {"lockTimeout": 0.0}
@@ -150,6 +152,8 @@ VALID = {
 def test_the_field_rules_give_what_the_schema_gives(tmp_path, extra):
     """fields.settings and models.validate agree on valid configs (else no verdict would ever
     be used again: the cost, not the safety, of a disagreement)."""
+    from cni_delguard.guard import fields
+
     conf = guard_conf({"type": "multus", "capabilities": {"b": False, "a": True}}) | extra
     filled = config.Defaults().conf()
     assert fields.settings(conf, filled) == models.validate(conf, filled)
@@ -171,6 +175,8 @@ def test_the_field_rules_give_what_the_schema_gives(tmp_path, extra):
     ],
 )
 def test_the_field_rules_refuse_what_the_schema_refuses(extra):
+    from cni_delguard.guard import fields
+
     conf = guard_conf({"type": "multus"}) | extra
     filled = config.Defaults().conf()
     with pytest.raises(fields.FieldError):
