@@ -19,7 +19,7 @@ from cni_delguard.guard import paths
         ("state", "/var/lib/cni/delguard", True),
         ("state", "/run/cni-delguard", True),
         ("state", "/etc/cron.d", False),
-        ("state", "/tmp/x/state", False),  # issue 38: any local user makes names there
+        ("state", "/tmp/x/state", False),  # any local user makes names there
         ("state", "/var/tmp/x/state", False),
         ("log", "/tmp/x.log", False),
     ],

@@ -126,7 +126,7 @@ def test_prune_oldest_keeps_the_newest(tmp_path):
     assert sorted(os.listdir(d)) == ["3.json", "4.json"]
 
 
-# -- numbers read from the guard's files (issue 20) -------------------------------------------
+# -- numbers read from the guard's files -----------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -151,7 +151,7 @@ def test_epoch_takes_only_a_time_the_tools_can_show(value, expected):
     assert store.epoch(value) == expected
 
 
-# -- the one rule for which network dirs are read (issue 20) ----------------------------------
+# -- the one rule for which network dirs are read --------------------------------------------------
 
 
 def _state_with_odd_networks(tmp_path):
@@ -196,7 +196,7 @@ def test_network_dirs_refuses_an_unusable_networks_dir(tmp_path):
         list(store.network_dirs(str(state)))
 
 
-# -- release records: only root's own counts (issue 20) ---------------------------------------
+# -- release records: only root's own counts -------------------------------------------------------
 
 
 def _record(markers, tmp_path, how):
