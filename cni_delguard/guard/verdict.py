@@ -69,7 +69,7 @@ def _trusted(state_dir: str, key: str) -> bytes | None:
 
 def write(state_dir: str, key: str, settings: dict[str, Any], make_state_dir: bool) -> None:
     """Store a verdict; a failure costs only a later validation (a read-only state dir). The
-    state dir is created only when config.check_paths found it may be (paths.creatable)."""
+    state dir is created only when config.missing_dirs found it may be (paths.creatable)."""
     try:
         root = fsutil.walk(state_dir, create=make_state_dir)
         try:
