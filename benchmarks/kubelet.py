@@ -10,7 +10,7 @@ is READY; the pods are then deleted and the next round waits until the kubelet's
 every sandbox, so no round pays for another's. Rounds alternate without / with the guard (which
 wraps bridge, the frozen build tools/build.sh made), the order flipped every pair so that a
 drift in the machine's load falls on both. Prints one JSON object: each round's seconds, the
-medians and the ratio with / without (issue 26's target: at most 1.05), and each pair's own
+medians and the ratio with / without (the target: at most 1.05), and each pair's own
 ratio (the two rounds ran back to back: their spread is the machine's load). Needs root.
 """
 

@@ -1,4 +1,4 @@
-"""The window a distribution's upgrade opens under a running watcher (issue 30).
+"""The window a distribution's upgrade opens under a running watcher.
 
     sudo python -m benchmarks.layout_moves [--moves N] [--bin PATH]
 

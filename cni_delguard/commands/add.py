@@ -29,10 +29,14 @@ def run(ctx: Context, data: bytes) -> bytes:
     path = delegate.find(settings.delegate_type, ctx.inv.cni_path)
     key = store.attachment_key(ctx.inv.container_id, ctx.inv.ifname)
     with store.MarkerStore(
-        settings.state_dir, settings.network, create=True, pod=ctx.pod
+        settings.state_dir,
+        settings.network,
+        create=True,
+        pod=ctx.pod,
+        make_state_dir=settings.make_state_dir,
     ) as markers:
         lock_file = store.lock_path(settings.state_dir, settings.network, key)
-        with AttachmentLock(lock_file, settings.lock_timeout) as lock:
+        with AttachmentLock(lock_file, settings.lock_timeout, dir_fd=markers.fd) as lock:
             markers.write(key, marker.ATTEMPTED, ctx.inv.container_id, ctx.inv.ifname)
             markers.drop_release(key)  # an operator released the ADD this one replaces
             fields: dict[str, object] = {}  # the delegate's exit and time, for the log line

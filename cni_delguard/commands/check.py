@@ -20,8 +20,13 @@ def run(ctx: Context, data: bytes) -> bytes:
     key = store.attachment_key(ctx.inv.container_id, ctx.inv.ifname)
     lock_file = store.lock_path(settings.state_dir, settings.network, key)
     with (
-        store.MarkerStore(settings.state_dir, settings.network, create=True) as markers,
-        AttachmentLock(lock_file, settings.lock_timeout) as lock,
+        store.MarkerStore(
+            settings.state_dir,
+            settings.network,
+            create=True,
+            make_state_dir=settings.make_state_dir,
+        ) as markers,
+        AttachmentLock(lock_file, settings.lock_timeout, dir_fd=markers.fd) as lock,
     ):
         try:
             passthrough.call_logged(ctx, conf, settings, path)

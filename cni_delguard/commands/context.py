@@ -57,7 +57,8 @@ class Context:
         )
 
     def use(self, settings: Settings) -> None:
-        self.log = Logger(settings.log_file, settings.log_level, self.inv.cni_path)
+        own = (self.defaults or config.Defaults()).log_file
+        self.log = Logger(settings.log_file, settings.log_level, self.inv.cni_path, builtin=own)
 
 
 def load(ctx: Context, conf: dict[str, Any]) -> Settings:

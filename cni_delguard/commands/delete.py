@@ -33,8 +33,11 @@ def run(ctx: Context, data: bytes) -> bytes:
     dflt = ctx.defaults or config.Defaults()
     peek = config.Peek(conf, dflt=dflt)
     # A logFile the path rule refuses fails ADD; a DEL still succeeds when it would have, and
-    # its record goes to the default log, saying what was refused (issue 38).
-    ctx.log = Logger(peek.log_file, peek.log_level, ctx.inv.cni_path, fallback=dflt.log_file)
+    # its record goes to the default log, saying what was refused.
+    ctx.log = Logger(
+        peek.log_file, peek.log_level, ctx.inv.cni_path, fallback=dflt.log_file,
+        builtin=dflt.log_file,
+    )
     ev = evidence.gather(peek, ctx.inv.container_id, ctx.inv.ifname, peek.prev_result)
     first, reason = decide.decide_del(ev)
     if not ev.needs_lock() and not peek.observe:
@@ -157,8 +160,14 @@ def _under_lock(
     key = store.attachment_key(ctx.inv.container_id, ctx.inv.ifname)
     lock_file = store.lock_path(settings.state_dir, settings.network, key)
     with (
-        store.MarkerStore(settings.state_dir, settings.network, create=True, pod=ctx.pod) as m,
-        AttachmentLock(lock_file, settings.lock_timeout) as lock,
+        store.MarkerStore(
+            settings.state_dir,
+            settings.network,
+            create=True,
+            pod=ctx.pod,
+            make_state_dir=settings.make_state_dir,
+        ) as m,
+        AttachmentLock(lock_file, settings.lock_timeout, dir_fd=m.fd) as lock,
     ):
         held = _Held(m, lock, key)
         out = act(held, gather(ctx, settings, conf))

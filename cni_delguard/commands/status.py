@@ -35,7 +35,9 @@ def run(ctx: Context, data: bytes) -> bytes:
 
 def _probe_state_dir(settings: Settings) -> None:
     """What ADD needs first: this network's marker dir, safe, where a marker can be written."""
-    with store.MarkerStore(settings.state_dir, settings.network, create=True) as markers:
+    with store.MarkerStore(
+        settings.state_dir, settings.network, create=True, make_state_dir=settings.make_state_dir
+    ) as markers:
         name = f".status-probe.{os.getpid()}"
         try:
             fsutil.write_atomic(markers.fd, name, b"{}")

@@ -4,10 +4,12 @@ DEL must decide before it trusts anything: a config that cannot be parsed must n
 removal of a sandbox that never had a network. `peek` reads only the keys that locate evidence and
 falls back to the defaults for anything malformed.
 
-Full validation goes through models.py (pydantic, the one schema). Its verdict, the normalized
-settings, is stored in `<stateDir>/verdicts/<digest>.json` keyed by a digest of the config (minus
-the keys the runtime changes on every call) and the guard's version, so later execs read a small
-JSON file instead of importing pydantic.
+Full validation goes through models.py (pydantic, the one schema). Its verdict is stored
+(verdict.py), so later execs re-derive the settings with the schema's field rules and read a small
+JSON file instead of importing pydantic; the file is never what the settings are taken from.
+
+A config nested deeper than MAX_NESTING is refused at parsing (code 6): the digest and the
+delegate's config re-encode it, and Python's encoder recurses once per level.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import os
 from cni_delguard import SUPPORTED_VERSIONS, __version__
 from cni_delguard.cni import errors, jsonlite
 from cni_delguard.cni.skel import valid_network
-from cni_delguard.guard import defaults
+from cni_delguard.guard import defaults, verdict
 from cni_delguard.state import fsutil
 
 TYPE_CHECKING = False
@@ -26,8 +28,10 @@ if TYPE_CHECKING:
 
 # Keys the runtime fills per call; they do not change what the config means to the guard.
 _VOLATILE = ("runtimeConfig", "prevResult", "cni.dev/valid-attachments", "args")
-VERDICT_DIR = "verdicts"
-_KEEP_VERDICTS = 32
+# Real configs are a few levels deep (multus's delegates, a plugin list, ipam, routes: about 8).
+# CPython's encoder and decoder recurse once per level and stop at its recursion limit (1000),
+# counted from the caller's own depth: half of it leaves room whoever encodes.
+MAX_NESTING = 500
 
 
 def parse_json(data: bytes) -> dict[str, Any]:
@@ -40,7 +44,29 @@ def parse_json(data: bytes) -> dict[str, Any]:
         ) from None
     if not isinstance(conf, dict):
         raise errors.CniError(errors.DECODING_FAILURE, "network configuration is not an object")
+    if nesting(conf) > MAX_NESTING:
+        raise errors.CniError(
+            errors.DECODING_FAILURE,
+            f"network configuration is nested deeper than {MAX_NESTING} levels",
+        )
     return conf
+
+
+def nesting(value: object) -> int:
+    """How many objects and arrays deep `value` goes, counted without recursion (one pass,
+    stopping at MAX_NESTING + 1)."""
+    deepest = 0
+    if not isinstance(value, (dict, list)):
+        return 0
+    todo: list[tuple[dict[str, Any] | list[Any], int]] = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_NESTING:
+            break
+        children = item.values() if isinstance(item, dict) else item
+        todo.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
 
 
 def check_version(conf: dict[str, Any]) -> str:
@@ -161,6 +187,7 @@ class Settings:
         "lock_timeout",
         "log_file",
         "log_level",
+        "make_state_dir",
         "mode",
         "multus_cache_dirs",
         "network",
@@ -169,7 +196,7 @@ class Settings:
         "timeouts",
     )
 
-    def __init__(self, d: dict[str, Any]) -> None:
+    def __init__(self, d: dict[str, Any], make_state_dir: bool = False) -> None:
         self.network: str = d["network"]
         self.cni_version: str = d["cniVersion"]
         self.state_dir: str = d["stateDir"]
@@ -182,6 +209,8 @@ class Settings:
         self.delegate_type: str = d["delegateType"]
         self.delegate_capabilities: tuple[str, ...] = tuple(d["delegateCapabilities"])
         self.mode: str = d["mode"]
+        # Whether the state dir is missing and the guard may create it (config.check_paths).
+        self.make_state_dir = make_state_dir
 
 
 def digest(conf: dict[str, Any], *, dflt: Defaults | None = None) -> str:
@@ -193,35 +222,35 @@ def digest(conf: dict[str, Any], *, dflt: Defaults | None = None) -> str:
 
 
 def load(conf: dict[str, Any], cni_path: str = "", *, dflt: Defaults | None = None) -> Settings:
-    """Validate `conf` (a whole guard config with name and cniVersion), using a stored verdict.
-    `cni_path` is where an admin's widened path rule is found (paths.py)."""
+    """Validate `conf` (a whole guard config with name and cniVersion), sparing pydantic when a
+    trusted verdict agrees (verdict.py). `cni_path` is where an admin's widened path rule is
+    found (paths.py)."""
     dflt = dflt or Defaults()
     check_version(conf)
     _check_volatile(conf)
     state_dir = _abs_or(conf.get("stateDir"), dflt.state_dir)
-    check_paths(state_dir, _abs_or(conf.get("logFile"), ""), cni_path)
+    log_file = _abs_or(conf.get("logFile"), "")
+    check_paths(state_dir, log_file, cni_path)
     key = digest(conf, dflt=dflt)
-    verdict_dir = os.path.join(state_dir, VERDICT_DIR)
-    stored = fsutil.read_small(verdict_dir, key + ".json")
-    if stored is not None:
-        try:
-            return Settings(jsonlite.loads(stored))
-        except (ValueError, KeyError, TypeError):
-            pass  # a verdict from an older layout: validate again and overwrite it
+    filled = dflt.conf()
+    normalized = verdict.read(state_dir, key, conf, filled)
+    if normalized is not None:
+        return Settings(normalized, missing_dirs(state_dir, log_file, cni_path, dflt))
     from cni_delguard.guard import models
 
-    normalized = models.validate(conf, dflt.conf())
-    fsutil.write_best_effort(verdict_dir, key + ".json", jsonlite.dumps(normalized).encode())
-    fsutil.prune_oldest(verdict_dir, keep=_KEEP_VERDICTS)
-    return Settings(normalized)
+    normalized = models.validate(conf, filled)
+    make_state_dir = missing_dirs(state_dir, log_file, cni_path, dflt)
+    verdict.write(state_dir, key, normalized, make_state_dir)
+    return Settings(normalized, make_state_dir)
 
 
 def check_paths(state_dir: str, log_file: str, cni_path: str, *, on_disk: bool = True) -> None:
     """The path rule (paths.py), checked before anything is created under either path: code 7
-    outside the allowed places; with `on_disk`, the log's dir as far as it exists walked as the
-    log's write walks it (fsutil.walk: no link, each dir ours and not writable by others), code
-    5: a log refused there fails the command, never only its record. The state dir is walked by
-    every open of it (fsutil.open_dir), which fails ADD with code 5 and STATUS with 50."""
+    outside the allowed places or past the bounds; with `on_disk`, the log's dir as far as it
+    exists walked as the log's write walks it (fsutil.walk: no link, each dir ours and not
+    writable by others), code 5: a log refused there fails the command, never only its record.
+    The state dir is walked by every open of it (fsutil.walk), which fails ADD with code 5 and
+    STATUS with 50."""
     from cni_delguard.guard import paths
 
     for kind, path in (("state", state_dir), ("log", log_file)):
@@ -234,6 +263,44 @@ def check_paths(state_dir: str, log_file: str, cni_path: str, *, on_disk: bool =
         except fsutil.UnsafeDirError as exc:
             raise errors.CniError(errors.IO_FAILURE, f"log dir {exc.path} is unusable: {exc.why}",
                                   "the logFile's dir is refused (docs/configuration.md)") from None
+
+
+def missing_dirs(state_dir: str, log_file: str, cni_path: str, dflt: Defaults) -> bool:
+    """Code 7 for a missing state dir or log dir the guard may not create (paths.creatable: only
+    its own defaults, and a leaf of an existing dir in a place the admin named); True when the
+    state dir is missing and may be created (by the command's first open of it). Costs one walk
+    of each path that exists (an unsafe one is refused where it is opened, with the reason)."""
+    if log_file:
+        log_dir = os.path.dirname(log_file)
+        if _missing(log_dir):
+            _may_create("log", log_dir, cni_path, os.path.dirname(dflt.log_file))
+    if _missing(state_dir):
+        _may_create("state", state_dir, cni_path, dflt.state_dir)
+        return True
+    return False
+
+
+def _missing(path: str) -> bool:
+    try:
+        os.close(fsutil.walk(path))
+    except FileNotFoundError:
+        return True
+    except errors.CniError:
+        return False
+    return False
+
+
+def _may_create(kind: str, path: str, cni_path: str, builtin: str) -> None:
+    from cni_delguard.guard import paths
+
+    if paths.creatable(kind, path, cni_path, builtin) and not _missing(os.path.dirname(path)):
+        return  # (a missing parent: only a leaf is ever made)
+    raise errors.CniError(
+        errors.INVALID_CONFIG,
+        f"{kind} dir {path} does not exist",
+        "the guard creates only its own default dirs, and a config's dir only as a new leaf in "
+        "an existing dir in a place the admin named (cni-delguard.paths; docs/configuration.md)",
+    )
 
 
 def _check_volatile(conf: dict[str, Any]) -> None:

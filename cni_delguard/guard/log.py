@@ -11,11 +11,18 @@ then says so on stderr, which the runtime records.
   user, not writable by group or others, and empty or starting with a record of the guard's own
   (`{"ts": "`): a foreign file is never appended to, nor rotated;
 - its dir is reached by fsutil.walk: no component a link, each directory the guard's user's and
-  not writable by others (a sticky one such as /tmp only above); missing ones are made 0755
-  (the last one 0750); a new file is created (0600, whatever the umask) through that dir's fd,
-  and the rotation renames within it;
+  not writable by others (a sticky one such as /tmp only above); a missing one is made (0750)
+  only when paths.creatable allows it (the default log's dir, or a leaf in a place the admin
+  named), never a missing parent; a new file is created (0600, whatever the umask) through that
+  dir's fd, and the rotation renames within it;
 - a path refused by the rule or the walk is never written; with a `fallback` (DEL's: the default
   log) the record goes there, with `logFileRefused` saying what was refused and why;
+- a record is bounded: a text longer than MAX_TEXT characters (a delegate's error message, for
+  one) is cut, its full length noted in it, and a record still over MAX_RECORD bytes keeps only
+  the fields that say which attachment and decision it was; each network is held to its budget
+  (logbudget.py), so that one network cannot rotate the others' records away;
+- what goes to stderr (the runtime's journal) is escaped as the log's JSON is: a path or reason
+  a config chose cannot forge a line there;
 - a record is one write() on an O_APPEND descriptor, so records of concurrent plugin processes
   do not interleave; a short write (a full disk) is cut back off, so no half line is left for the
   next record to glue onto;
@@ -35,7 +42,16 @@ import time
 from cni_delguard.cni import jsonlite
 from cni_delguard.guard import paths
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 MAX_BYTES = 10 * 1024 * 1024
+# Real records are 300 to 800 bytes; a delegate's error message is its longest text.
+MAX_TEXT = 2000
+MAX_RECORD = 16 * 1024
+# What a record over MAX_RECORD keeps.
+_ESSENTIAL = ("ts", "level", "command", "containerID", "ifname", "network", "pod", "decision")
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 # Every record the guard writes starts so: the mark of a file the guard itself wrote.
 RECORD_START = b'{"ts": "'
@@ -51,15 +67,22 @@ class PathRefusedError(RefusedError):
 
 
 class Logger:
-    __slots__ = ("cni_path", "fallback", "level", "path")
+    __slots__ = ("builtin", "cni_path", "fallback", "level", "path")
 
-    def __init__(self, path: str, level: str, cni_path: str = "", fallback: str = "") -> None:
+    def __init__(
+        self, path: str, level: str, cni_path: str = "", fallback: str = "", builtin: str = ""
+    ) -> None:
         self.path = path
         self.level = LEVELS.get(level, LEVELS["info"])
         self.cni_path = cni_path  # where an admin's widened path rule is found (paths.py)
         # Where a record goes when `path` is refused by the path rule (DEL: the default log,
-        # so that a DEL that succeeds is still logged; issue 38). "": nowhere.
+        # so that a DEL that succeeds is still logged). "": nowhere.
         self.fallback = fallback
+        # The guard's own default log (guard/defaults.py, or a test's): its dir is one the
+        # guard may create (paths.creatable).
+        from cni_delguard.guard import defaults
+
+        self.builtin = builtin or defaults.LOG_FILE
 
     def event(self, level: str, **fields: object) -> None:
         if not self.path or LEVELS[level] < self.level:
@@ -68,28 +91,31 @@ class Logger:
         record: dict[str, object] = {"ts": stamp, "level": level}
         record.update(fields)
         try:
-            self._append(self.path, _line(record))
+            self._append(self.path, record)
         except PathRefusedError as exc:
-            _complain(f"cni-delguard: cannot write log {self.path}: {exc}\n")
+            _complain(f"cannot write log {self.path}: {exc}")
             if not self.fallback or self.fallback == self.path:
                 return
             record["logFileRefused"] = {"logFile": self.path, "reason": str(exc)}
             try:
-                self._append(self.fallback, _line(record))
+                self._append(self.fallback, record)
             except OSError as also:
-                _complain(f"cni-delguard: cannot write log {self.fallback}: {also}\n")
+                _complain(f"cannot write log {self.fallback}: {also}")
         except OSError as exc:
-            _complain(f"cni-delguard: cannot write log {self.path}: {exc}\n")
+            _complain(f"cannot write log {self.path}: {exc}")
 
-    def _append(self, path: str, line: bytes) -> None:
+    def _append(self, path: str, record: dict[str, object]) -> None:
         why = paths.refusal("log", path, self.cni_path)
         if why is not None:
             raise PathRefusedError(errno.EPERM, why)
         head, name = os.path.split(path)
-        dir_fd = _log_dir(head)
+        dir_fd = self._log_dir(head)
         try:
-            fd, size = _open(dir_fd, name, path)
+            fd, size = _open(dir_fd, name, path)  # refused: nothing is made beside it
             try:
+                line = self._charged(dir_fd, name, record)
+                if line is None:
+                    return
                 _write_record(fd, line)
                 if size + len(line) > MAX_BYTES:
                     _rotate(dir_fd, name, fd)
@@ -98,20 +124,84 @@ class Logger:
         finally:
             os.close(dir_fd)
 
+    @staticmethod
+    def _charged(dir_fd: int, name: str, record: dict[str, object]) -> bytes | None:
+        """The record's line as its network's budget allows it (logbudget.py): itself, the
+        budget's note in its place, or None (dropped)."""
+        from cni_delguard.guard import logbudget
+
+        line = _line(record)
+        charge = logbudget.charge(dir_fd, name, record.get("network"), len(line), time.time())
+        if charge.action == logbudget.DROP:
+            return None
+        if charge.action == logbudget.NOTE:
+            record = _budget_note(record, charge.window_start)
+        if charge.dropped:
+            record = dict(record, logDropped=charge.dropped)
+        if charge.dropped or charge.action == logbudget.NOTE:
+            line = _line(record)
+        return line
+
+    def _log_dir(self, head: str) -> int:
+        """The log's dir, walked (fsutil.walk: no link, each dir ours and not writable by
+        others); made (0750) when missing only where paths.creatable allows, as a leaf."""
+        from cni_delguard.state import fsutil
+
+        try:
+            try:
+                return fsutil.walk(head)
+            except FileNotFoundError:
+                builtin = os.path.dirname(self.builtin)
+                if not paths.creatable("log", head, self.cni_path, builtin):
+                    raise PathRefusedError(
+                        errno.ENOENT,
+                        f"log dir {head} does not exist, and the guard creates only its own "
+                        "default one or a leaf in a place the admin named",
+                    ) from None
+                return fsutil.walk(head, create=True, mode=0o750)
+        except fsutil.UnsafeDirError as exc:
+            raise PathRefusedError(errno.EPERM, f"log dir {exc.path}: {exc.why}") from None
+
 
 def _line(record: dict[str, object]) -> bytes:
-    return (jsonlite.dumps(record, default_str=True) + "\n").encode("utf-8", "surrogateescape")
+    """The record as one JSON line, bounded (MAX_TEXT per text, MAX_RECORD in all)."""
+    bounded = _bounded(record, 0)
+    line = (jsonlite.dumps(bounded, default_str=True) + "\n").encode("utf-8", "surrogateescape")
+    if len(line) <= MAX_RECORD:
+        return line
+    kept: dict[str, object] = {k: bounded[k] for k in _ESSENTIAL if k in bounded}
+    kept["recordCut"] = len(line)
+    return (jsonlite.dumps(kept, default_str=True) + "\n").encode("utf-8", "surrogateescape")
 
 
-def _log_dir(head: str) -> int:
-    """The log's dir, walked (fsutil.walk: no link, each dir ours and not writable by others),
-    made if missing: 0755 parents, 0750 itself."""
-    from cni_delguard.state import fsutil
+def _bounded(value: Any, depth: int) -> Any:
+    """`value` with every text over MAX_TEXT characters cut, its full length noted in it."""
+    if isinstance(value, str):
+        if len(value) <= MAX_TEXT:
+            return value
+        return f"{value[:MAX_TEXT]}... [cut: {len(value)} characters]"
+    if depth > 8:  # the guard's records are 3 levels deep at most
+        return "[nested too deep]" if isinstance(value, (dict, list, tuple)) else value
+    if isinstance(value, dict):
+        return {k: _bounded(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_bounded(v, depth + 1) for v in value]
+    return value
 
-    try:
-        return fsutil.walk(head, create=True, mode=0o750)
-    except fsutil.UnsafeDirError as exc:
-        raise PathRefusedError(errno.EPERM, f"log dir {exc.path}: {exc.why}") from None
+
+def _budget_note(record: dict[str, object], window_start: int) -> dict[str, object]:
+    """What stands for a network's records once it is over its budget (logbudget.py)."""
+    from cni_delguard.guard import logbudget
+
+    note: dict[str, object] = {k: record[k] for k in ("ts", "command", "network") if k in record}
+    note["level"] = "warning"
+    note["decision"] = "log-budget"
+    note["reason"] = (
+        f"this network wrote more than {logbudget.BUDGET} bytes of records in the "
+        f"{logbudget.WINDOW} s from {window_start}: its further records in that window are "
+        "dropped, and counted in its next record (logDropped)"
+    )
+    return note
 
 
 def _rotate(dir_fd: int, name: str, fd: int) -> None:
@@ -200,9 +290,13 @@ def _foreign(dir_fd: int, name: str) -> bool:
 
 
 def _complain(text: str) -> None:
-    """stderr, never stdout; a closed or broken stderr loses the complaint, not the CNI call."""
+    """One line on stderr, never stdout, escaped as the log's JSON strings are (control
+    characters, ESC, newlines, bidi marks and every other non-ASCII character as \\uXXXX): the
+    runtime puts it in its journal, and a path a config chose must not forge lines there. A
+    closed or broken stderr loses the complaint, not the CNI call."""
+    escaped = jsonlite.dumps(text)[1:-1]
     try:
-        sys.stderr.write(text)
+        sys.stderr.write(f"cni-delguard: {escaped}\n")
         sys.stderr.flush()
     except (OSError, ValueError, AttributeError):
         pass

@@ -1,12 +1,12 @@
 """The one schema of the guard's config (pydantic v2).
 
 Imported only when a config has to be validated: pydantic costs ~100 ms of start-up, so config.py
-validates a given config once and keeps the verdict in the state dir for later execs.
+validates a given config once and keeps the verdict in the state dir for later execs (verdict.py,
+which re-derives the settings with the same field rules, fields.py, whenever it reads one).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -19,36 +19,8 @@ from pydantic import (
     model_validator,
 )
 
-from cni_delguard import PLUGIN_TYPE
 from cni_delguard.cni import errors
-from cni_delguard.cni.skel import MAX_NETWORK, valid_network
-
-
-def _absolute(value: str) -> str:
-    if not value.startswith("/") or "\0" in value:
-        raise ValueError("must be an absolute path")
-    return os.path.normpath(value)
-
-
-def _log_file(value: str) -> str:
-    return value if value == "" else _absolute(value)
-
-
-def _network(value: str) -> str:
-    if not valid_network(value):
-        raise ValueError(
-            f"network name: at most {MAX_NETWORK} characters, an alphanumeric first, "
-            "then alphanumerics, '_', '.', '-'"
-        )
-    return value
-
-
-def _plugin_type(value: str) -> str:
-    if value in ("", ".", "..") or "/" in value or "\0" in value:
-        raise ValueError("plugin type must be a plain file name in CNI_PATH")
-    if value == PLUGIN_TYPE:
-        raise ValueError("cni-delguard cannot delegate to itself")
-    return value
+from cni_delguard.guard import fields
 
 
 def _filled(data: Any, info: ValidationInfo, key: str) -> Any:
@@ -59,8 +31,8 @@ def _filled(data: Any, info: ValidationInfo, key: str) -> Any:
     return {**given, **data}
 
 
-AbsPath = Annotated[str, AfterValidator(_absolute)]
-Seconds = Annotated[float, Field(gt=0, le=3600)]
+AbsPath = Annotated[str, AfterValidator(fields.absolute)]
+Seconds = Annotated[float, Field(gt=0, le=fields.MAX_SECONDS)]
 
 
 class Timeouts(BaseModel):
@@ -83,7 +55,7 @@ class DelegateConf(BaseModel):
 
     model_config = ConfigDict(extra="allow", strict=True)
 
-    type: Annotated[str, AfterValidator(_plugin_type)]
+    type: Annotated[str, AfterValidator(fields.plugin_type)]
     capabilities: dict[str, bool] = Field(default_factory=dict)
 
 
@@ -91,7 +63,7 @@ class GuardConf(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
     cniVersion: str  # noqa: N815 - CNI's own key names
-    name: Annotated[str, AfterValidator(_network)]
+    name: Annotated[str, AfterValidator(fields.network)]
     type: Literal["cni-delguard"]
     delegate: DelegateConf
     # No defaults here: validate() passes them in (config.Defaults.conf()), see _defaults below.
@@ -100,7 +72,7 @@ class GuardConf(BaseModel):
     multusCacheDirs: list[AbsPath]  # noqa: N815
     timeouts: Timeouts
     lockTimeout: Seconds  # noqa: N815
-    logFile: Annotated[str, AfterValidator(_log_file)]  # noqa: N815
+    logFile: Annotated[str, AfterValidator(fields.log_file)]  # noqa: N815
     logLevel: Literal["debug", "info", "warning", "error"]  # noqa: N815
     mode: Literal["enforce", "observe"] = "enforce"  # defaults.MODE
     capabilities: dict[str, bool] = Field(default_factory=dict)

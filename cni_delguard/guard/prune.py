@@ -66,7 +66,7 @@ def prune(settings: Settings, valid: object) -> tuple[list[str], str | None]:
         for key in stale:
             lock_file = store.lock_path(settings.state_dir, settings.network, key)
             try:
-                lock = AttachmentLock(lock_file, timeout=0.0)
+                lock = AttachmentLock(lock_file, timeout=0.0, dir_fd=markers.fd)
             except errors.CniError:
                 continue  # busy: the next GC will see it again
             with lock:

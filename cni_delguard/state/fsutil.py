@@ -95,8 +95,10 @@ def _open_checked(name: str, path: str, dir_fd: int | None = None) -> int:
 
 def open_dir(path: str, create: bool = False) -> int:
     """Open `path` as a directory fd, every component of it resolved without following a link
-    and checked (walk); create it (0700) and its missing parents (0755) if asked."""
-    return walk(path, create=create, mode=DIR_MODE)
+    and checked (walk); create it (0700) and its missing parents (0755) if asked. For the
+    operator's tools, whose paths are the node's own; the plugin, whose paths a NAD's author may
+    name, creates only a leaf (walk with `create`, never `make_parents`)."""
+    return walk(path, create=create, mode=DIR_MODE, make_parents=create)
 
 
 def make_dirs(path: str, mode: int, parent_mode: int = 0o755) -> None:
@@ -104,7 +106,7 @@ def make_dirs(path: str, mode: int, parent_mode: int = 0o755) -> None:
     explicitly: os.makedirs gives parents 0777 minus the umask, i.e. 0777 under umask 000.
     Existing directories are left as they are. Every component is walked as `walk` does (no
     link followed, each directory ours and not writable by others)."""
-    os.close(walk(path, create=True, mode=mode, parent_mode=parent_mode))
+    os.close(walk(path, create=True, mode=mode, parent_mode=parent_mode, make_parents=True))
 
 
 def check_walk(path: str) -> None:
@@ -116,49 +118,77 @@ def check_walk(path: str) -> None:
         return
 
 
-def walk(path: str, *, create: bool = False, mode: int = DIR_MODE, parent_mode: int = 0o755) -> int:
-    """The one safe way to a directory the guard writes in (issue 38): from `/`, one component
-    at a time through the parent's fd, never following a link (ELOOP/ENOTDIR: refused), each
-    directory owned by root or our euid and not writable by group or others, except a sticky
-    one (/tmp): there others may add names but not rename or remove ours, and the next component
-    must be ours. Missing components are made through the parent's fd when `create` is set
-    (`mode` for the last, `parent_mode` for the others, chmod'ed explicitly whatever the umask);
-    otherwise FileNotFoundError. UnsafeDirError names the first component refused.
+# More components than any path the guard is given needs (its own defaults have 4; paths.py
+# bounds a config's paths well below): a bound on the work one walk does, whoever calls it.
+MAX_WALK_DEPTH = 256
 
-    A string prefix rule alone was walked around by a link above the last component: a config
-    whose `logFile` was /tmp/d/link/sub/x.sh, `link` pointing into /etc, made the guard (root)
-    create sub/x.sh in /etc. Why not openat2(RESOLVE_NO_SYMLINKS): it refuses links too, but
-    checks no owner or mode and creates nothing, so the walk would still be needed beside it, and
-    Python reaches it only through ctypes, whose import took 1.8 to 6 ms here (load 18) on every
-    exec of the plugin; the walk is a few openat and fstat calls of the os module."""
+
+def walk(
+    path: str,
+    *,
+    create: bool = False,
+    mode: int = DIR_MODE,
+    parent_mode: int = 0o755,
+    make_parents: bool = False,
+) -> int:
+    """The one safe way to a directory the guard writes in: from `/`, one component at a time
+    through the parent's fd, never following a link (ELOOP/ENOTDIR: refused), each directory
+    owned by root or our euid and not writable by group or others, except a sticky one (/tmp):
+    there others may add names but not rename or remove ours, and the next component must be
+    ours. With `create` a missing last component is made through its parent's fd (`mode`,
+    chmod'ed explicitly whatever the umask); a missing component above it only with
+    `make_parents` (`parent_mode`), otherwise FileNotFoundError, as without `create`.
+    UnsafeDirError names the first component refused; more than MAX_WALK_DEPTH components are
+    refused before any is opened.
+
+    A string prefix rule alone is walked around by a link above the last component (a
+    `logFile` of /tmp/d/link/sub/x.sh, `link` pointing into /etc). Why not
+    openat2(RESOLVE_NO_SYMLINKS): it refuses links too, but checks no owner or mode and creates
+    nothing, so the walk would still be needed beside it, and Python reaches it only through
+    ctypes, whose import took 1.8 to 6 ms here (load 18) on every exec of the plugin; the walk
+    is a few openat and fstat calls of the os module. The path of a component is built only
+    when it is refused, so a walk's cost grows with its depth, not with the depth's square."""
     path = os.path.normpath(path)
     if not path.startswith("/"):
         raise UnsafeDirError(path, "not an absolute path")
     names = [n for n in path.split("/") if n]
+    if len(names) > MAX_WALK_DEPTH:
+        raise UnsafeDirError(path, f"deeper than {MAX_WALK_DEPTH} components")
     fd = os.open("/", _OPEN_DIR)
+    i = -1
     try:
-        _check_step(fd, "/", last=not names)
+        _check_step(fd, last=not names)
+        last_i = len(names) - 1
         for i, name in enumerate(names):
-            last = i == len(names) - 1
-            where = "/" + "/".join(names[: i + 1])
-            child = _step(fd, name, where, create, mode if last else parent_mode)
+            last = i == last_i
+            may_create = create and (last or make_parents)
+            child = _step(fd, name, may_create, mode if last else parent_mode)
             os.close(fd)
             fd = child
-            _check_step(fd, where, last=last)
-    except UnsafeDirError as exc:
+            _check_step(fd, last=last)
+    except _RefusedError as refused:
         os.close(fd)
-        if exc.path == path:
-            raise
-        raise UnsafeDirError(path, f"{exc.path} is {exc.why}") from None
+        where = "/" + "/".join(names[: i + 1])
+        if where == path:
+            raise UnsafeDirError(path, refused.why) from None
+        raise UnsafeDirError(path, f"{where} is {refused.why}") from None
     except BaseException:
         os.close(fd)
         raise
     return fd
 
 
-def _step(parent: int, name: str, where: str, create: bool, mode: int) -> int:
+class _RefusedError(Exception):
+    """A component walk refuses; walk names it (built once, not at every step)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def _step(parent: int, name: str, create: bool, mode: int) -> int:
     try:
-        return _nofollow_dir(name, where, parent)
+        return _nofollow_step(name, parent)
     except FileNotFoundError:
         if not create:
             raise
@@ -167,20 +197,29 @@ def _step(parent: int, name: str, where: str, create: bool, mode: int) -> int:
         made = True
     except FileExistsError:  # another guard was first: checked as any existing dir
         made = False
-    fd = _nofollow_dir(name, where, parent)
+    fd = _nofollow_step(name, parent)
     if made:
         os.fchmod(fd, mode)
     return fd
 
 
-def _check_step(fd: int, where: str, *, last: bool) -> None:
+def _nofollow_step(name: str, parent: int) -> int:
+    try:
+        return os.open(name, _OPEN_DIR, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise _RefusedError("a symlink or not a directory") from None
+        raise
+
+
+def _check_step(fd: int, *, last: bool) -> None:
     """A directory of a walk: root's or ours, and not writable by group or others; a sticky one
     (others may add names, not move ours) only above the last component."""
     st = os.fstat(fd)
     if st.st_uid not in (0, os.geteuid()):
-        raise UnsafeDirError(where, f"owned by uid {st.st_uid}, not {os.geteuid()}")
+        raise _RefusedError(f"owned by uid {st.st_uid}, not {os.geteuid()}")
     if st.st_mode & 0o022 and (last or not st.st_mode & stat.S_ISVTX):
-        raise UnsafeDirError(where, f"writable by group or others (mode {st.st_mode & 0o7777:o})")
+        raise _RefusedError(f"writable by group or others (mode {st.st_mode & 0o7777:o})")
 
 
 def open_subdir(parent_fd: int, name: str, path: str, create: bool = True) -> int:
@@ -350,22 +389,6 @@ def unlink_at(dir_fd: int, name: str) -> bool:
     except FileNotFoundError:
         return False
     return True
-
-
-def write_best_effort(dir_path: str, name: str, data: bytes) -> None:
-    """A cache write that may fail without consequence (e.g. a read-only state dir)."""
-    try:
-        parent_fd = open_dir(os.path.dirname(dir_path), create=True)
-        try:
-            fd = open_subdir(parent_fd, os.path.basename(dir_path), dir_path)
-        finally:
-            os.close(parent_fd)
-        try:
-            write_atomic(fd, name, data)
-        finally:
-            os.close(fd)
-    except (OSError, errors.CniError):
-        return
 
 
 def prune_oldest(dir_path: str, keep: int) -> None:

@@ -51,6 +51,11 @@ def lock_path(state_dir: str, network: str, key: str) -> str:
     return os.path.join(network_dir(state_dir, network), key + LOCK_SUFFIX)
 
 
+def lock_name(key: str) -> str:
+    """The lock file's name in its network dir (opened through that dir's descriptor)."""
+    return key + LOCK_SUFFIX
+
+
 def epoch(value: object) -> float | None:
     """A `time` read from a marker or a release record, when it is a UNIX time the tools can
     show: a finite number from 1970 to the year 9999. Anything else (a bool, a string, NaN,
@@ -156,13 +161,24 @@ class MarkerStore:
     """Markers of one network, opened (and created) safely under the state dir."""
 
     def __init__(
-        self, state_dir: str, network: str, create: bool, pod: dict[str, str] | None = None
+        self,
+        state_dir: str,
+        network: str,
+        create: bool,
+        pod: dict[str, str] | None = None,
+        *,
+        make_state_dir: bool | None = None,
     ) -> None:
+        """With `create`, the guard's own dirs in the state dir (`networks`, the network's) are
+        made when missing, and the state dir itself when `make_state_dir` says so (the plugin's
+        commands pass config.Settings.make_state_dir; None: as `create`), only ever as a leaf
+        of a dir that exists (fsutil.walk)."""
         self.path = network_dir(state_dir, network)
+        make_root = create if make_state_dir is None else make_state_dir
         # The pod (skel.pod_identity) every marker written through this store names.
         self.pod = pod
         try:
-            self.fd = self._open(state_dir, network, create)
+            self.fd = self._open(state_dir, network, create, make_root)
         except FileNotFoundError:
             if not create:
                 raise
@@ -170,8 +186,8 @@ class MarkerStore:
         except OSError as exc:  # ENOSPC, EROFS, EACCES ...
             raise errors.CniError(errors.IO_FAILURE, f"cannot open {self.path}", str(exc)) from None
 
-    def _open(self, state_dir: str, network: str, create: bool) -> int:
-        root = fsutil.open_dir(state_dir, create=create)
+    def _open(self, state_dir: str, network: str, create: bool, make_root: bool) -> int:
+        root = fsutil.walk(state_dir, create=make_root)
         try:
             nets = fsutil.open_subdir(root, NETWORKS, os.path.join(state_dir, NETWORKS), create)
         finally:

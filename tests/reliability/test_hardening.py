@@ -246,6 +246,7 @@ def test_a_nad_config_reaching_etc_through_a_link_creates_nothing_there(
 def test_the_admin_widens_the_allowed_places(bench: Bench) -> None:
     """cni-delguard.paths beside the plugin (root's, not writable by others) adds places."""
     with outside_place() as place:
+        (place / "log").mkdir(mode=0o755, parents=True)  # the admin's places exist
         conf = bench.conf(stateDir=str(place / "state"), logFile=str(place / "log" / "x.log"))
         settings = bench.bin_dir / "cni-delguard.paths"
         settings.write_text(f"# widened for this node\nstate {place}\nlog {place}/log\n")
@@ -272,17 +273,20 @@ def _modes(root: Path, top: Path) -> dict[str, str]:
 
 def test_guard_under_umask_000_makes_no_open_dir(bench: Bench) -> None:
     """Before the fix the missing parents of stateDir and of logFile's dir were 0777 under
-    umask 000 (os.makedirs), the log dir too. Started from this process: the umask is inherited."""
-    state = bench.root / "deep" / "er" / "state"
-    log = bench.root / "logs" / "sub" / "x.log"
+    umask 000 (os.makedirs), the log dir too. Started from this process: the umask is inherited.
+    The guard now makes only a leaf (in a place the admin named: the bench's temp dir), never a
+    missing parent."""
+    state = bench.root / "deep" / "state"
+    log = bench.root / "logs" / "x.log"
+    (bench.root / "deep").mkdir(mode=0o755)
     old = os.umask(0)
     try:
         run = bench.start("ADD", bench.conf(stateDir=str(state), logFile=str(log))).finish()
     finally:
         os.umask(old)
     assert run.rc == 0, run.describe()
-    assert _modes(bench.root, state) == {"deep": "755", "deep/er": "755", "deep/er/state": "700"}
-    assert _modes(bench.root, log) == {"logs": "755", "logs/sub": "750", "logs/sub/x.log": "600"}
+    assert _modes(bench.root, state) == {"deep": "755", "deep/state": "700"}
+    assert _modes(bench.root, log) == {"logs": "750", "logs/x.log": "600"}
 
 
 @pytest.mark.skipif(under_test() == "package", reason="the installer as shipped: frozen only")
@@ -623,3 +627,63 @@ def test_delegate_gets_the_runtimes_library_path_unchanged(bench: Bench,
     seen = dict(line.split("=", 1) for line in dump.read_text().splitlines() if "=" in line)
     library = {k: v for k, v in seen.items() if k.startswith("LD_LIBRARY_PATH")}
     assert library == given
+
+
+# -- dirs a NAD names under the built-in places ---------------------------------------------------
+def _isolated() -> None:
+    from tests.support import hostdefaults
+
+    if not hostdefaults.isolate().startswith("private mount namespace"):
+        pytest.skip("needs the session's tmpfs over /var/lib/cni and /var/log")
+
+
+NAMED_DIRS = {
+    # A dir whose mere existence changes another program (/run/nologin: pam_nologin; stand-in
+    # under the session's tmpfs: /run itself is the host's).
+    "state-leaf": ("stateDir", "/var/lib/cni/nologin", "/var/lib/cni/nologin"),
+    "state-intermediate": ("stateDir", "/var/lib/cni/made/by/nad", "/var/lib/cni/made"),
+    # /var/log/journal: journald switches to persistent storage when it appears.
+    "log-dir-leaf": ("logFile", "/var/log/journal/x.log", "/var/log/journal"),
+    "log-intermediate": ("logFile", "/var/log/a/b/x.log", "/var/log/a"),
+}
+
+
+@pytest.mark.parametrize(("key", "value", "made"),
+                         [pytest.param(*v, id=k) for k, v in NAMED_DIRS.items()])
+def test_a_nad_path_under_the_built_in_places_creates_no_dir(bench: Bench, key: str, value: str,
+                                                              made: str) -> None:
+    """On 58a9769 an ADD with `stateDir` /run/nologin created it (every non-root login refused
+    then), a DEL with `logFile` under /var/log/journal/ created that dir (journald persistent),
+    and any missing intermediate dir was made. Now the guard creates only its own default dirs
+    and a leaf in a place the admin named: ADD fails with code 7 before anything is made, DEL
+    succeeds and logs to the default log."""
+    _isolated()
+    conf = bench.conf(**{key: value})
+    add = bench.run("ADD", conf)
+    no_traceback(add)
+    assert add.rc == 1, add.describe()
+    assert add.error()["code"] == INVALID_CONFIG, add.describe()
+    assert "does not exist" in add.error()["msg"], add.describe()
+    assert bench.records() == []
+    delete = bench.run("DEL", conf)
+    no_traceback(delete)
+    assert (delete.rc, delete.stdout) == (0, b""), delete.describe()
+    assert not os.path.exists(made), f"the guard created {made}"
+
+
+def test_the_default_dirs_are_still_made_on_a_fresh_node(bench: Bench) -> None:
+    """/var/lib/cni and /var/log exist; the guard's own /var/lib/cni/delguard and
+    /var/log/cni-delguard are made when missing (here in the session's tmpfs)."""
+    _isolated()
+    for own in ("/var/lib/cni/delguard", "/var/log/cni-delguard"):
+        shutil.rmtree(own, ignore_errors=True)
+    conf = {k: v for k, v in bench.conf().items() if k not in ("stateDir", "logFile")}
+    try:
+        add = bench.run("ADD", conf)
+        assert add.rc == 0, add.describe()
+        assert stat.S_IMODE(os.stat("/var/lib/cni/delguard").st_mode) == 0o700
+        assert stat.S_IMODE(os.stat("/var/log/cni-delguard").st_mode) == 0o750
+        assert bench.run("DEL", conf).rc == 0
+    finally:
+        for own in ("/var/lib/cni/delguard", "/var/log/cni-delguard"):
+            shutil.rmtree(own, ignore_errors=True)

@@ -45,7 +45,14 @@ def xfail(reason: str) -> Any:
 
 
 NESTED = ("[" * 100_000 + "]" * 100_000).encode()
-DEEP_OK = json.loads("[" * 900 + "]" * 900)
+DEEP_OK = json.loads("[" * 490 + "]" * 490)
+
+
+def _nested(levels: int) -> bytes:
+    """A guard config `levels` deep in all (the config object is the first level)."""
+    inner = "[" * (levels - 2) + "]" * (levels - 2)
+    return ('{"cniVersion": "1.0.0", "name": "net1", "type": "cni-delguard", '
+            '"delegate": {"type": "gated"}, "x": {"y": ' + inner + "}}").encode()
 
 IDENTIFIERS = [
     case("cid-traversal", "ADD", INVALID_ENV, env={"CNI_CONTAINERID": "../../../etc/passwd"}),
@@ -100,7 +107,12 @@ STDIN = [
     case("huge-del", "DEL", OK, stdin=b" " * (5 * MIB)),
     case("nested-100k-add", "ADD", DECODING, stdin=NESTED),
     case("nested-100k-del", "DEL", OK, stdin=NESTED),
-    case("nested-900-in-delegate", "ADD", OK, delegate={"deep": DEEP_OK}),
+    case("nested-490-in-delegate", "ADD", OK, delegate={"deep": DEEP_OK}),
+    # Past config.MAX_NESTING: refused where it is parsed; on 58a9769 987 to 989 levels parsed
+    # and the re-encoding raised RecursionError (code 999).
+    *(case(f"nested-{n}-add", "ADD", DECODING, stdin=_nested(n)) for n in (501, 900, 986, 987,
+                                                                           988, 989, 990, 5000)),
+    case("nested-988-del", "DEL", OK, stdin=_nested(988)),
     case("dup-version-last-wins", "ADD", INCOMPATIBLE,
          stdin=b'{"cniVersion":"1.0.0","cniVersion":"9.9.9","name":"net1"}'),
     case("dup-name-last-wins", "ADD", INVALID_CONFIG, stdin=b"DUP_NAME"),

@@ -180,7 +180,9 @@ def test_status_reports_the_broken_state_dir(bench: Bench, case: str, primed: bo
 
 
 def test_missing_state_dir_is_created_owner_only(bench: Bench) -> None:
-    state = bench.root / "missing" / "state"
+    """A leaf in a place the admin named (the bench's temp dir); a missing parent never
+    (test_hardening.py::test_a_nad_path_under_the_built_in_places_creates_no_dir)."""
+    state = bench.root / "missing-state"
     conf = bench.conf(stateDir=str(state), version="1.1.0")
     assert bench.run("STATUS", conf).rc == 0
     run = bench.run("ADD", conf)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 
 import pytest
 
@@ -387,3 +388,36 @@ def test_version_is_printed_on_stdout_with_the_arch(argv):
     assert (code, err) == (0, "")
     assert out.startswith(f"cni-delguard {__version__} ({arch}; from source, Python 3.11")
     assert out.endswith(")\n") and out.count("\n") == 1
+
+
+SWAPPER = """#!{python} -I
+# A FAKE delegate for one test: on ADD it prints a minimal result; on DEL it moves the guard's
+# <stateDir>/networks aside and puts a symlink to a decoy dir in its place, as an attacker
+# racing the guard's DEL would, then succeeds.
+import json, os, sys
+conf = json.load(sys.stdin)
+state = conf["swapState"]
+if os.environ["CNI_COMMAND"] == "DEL":
+    os.rename(os.path.join(state, "networks"), os.path.join(state, "moved"))
+    os.symlink(conf["decoy"], os.path.join(state, "networks"))
+print(json.dumps({{"cniVersion": conf["cniVersion"]}}))
+"""
+
+
+def test_del_unlinks_the_lock_in_the_dir_it_walked_not_through_a_swapped_link(node, tmp_path):
+    """On 58a9769 the lock was opened and unlinked by its full path: `networks` swapped for a
+    link while the delegate's DEL ran made the guard unlink <decoy>/net1/c1:eth0.lock."""
+    import sys
+
+    swapper = node.bin / "swapper"
+    swapper.write_text(SWAPPER.format(python=sys.executable))
+    swapper.chmod(0o755)
+    decoy = tmp_path / "decoy"
+    (decoy / "net1").mkdir(parents=True)
+    (decoy / "net1" / "c1:eth0.lock").write_text("someone else's")
+    conf = node.conf()
+    conf["delegate"] = {"type": "swapper", "swapState": str(node.state), "decoy": str(decoy)}
+    assert node.run("ADD", conf)[0] == 0
+    assert node.run("DEL", conf) == (0, None)
+    assert (decoy / "net1" / "c1:eth0.lock").read_text() == "someone else's"
+    assert os.listdir(node.state / "moved" / "net1") == []

@@ -210,3 +210,100 @@ def test_validate_plugin_conf_takes_the_lists_name_and_version(tmp_path):
 def test_digest_ignores_key_order(tmp_path):
     conf = _conf(tmp_path)
     assert config.digest(conf) == config.digest(json.loads(json.dumps(conf, sort_keys=True)))
+
+
+def _levels(depth: int) -> bytes:
+    inner = b"[" * (depth - 2) + b"]" * (depth - 2)
+    return b'{"cniVersion": "1.0.0", "name": "n", "x": {"y": ' + inner + b"}}"
+
+
+@pytest.mark.parametrize(
+    "depth",
+    [pytest.param(d, id=f"depth-{d}") for d in (501, 502, 900, 986, 987, 988, 989, 990, 5000)],
+)
+def test_a_config_nested_past_the_bound_is_code_6_never_999(depth):
+    """On 58a9769 a config 987 to 989 levels deep parsed, then the digest's re-encoding hit
+    RecursionError: code 999. Now a config deeper than MAX_NESTING is refused where it is
+    parsed."""
+    data = _levels(depth)
+    with pytest.raises(errors.CniError) as exc:
+        config.parse_json(data)
+    assert exc.value.code == errors.DECODING_FAILURE
+
+
+@pytest.mark.parametrize("depth", [pytest.param(d, id=f"depth-{d}") for d in (3, 499, 500)])
+def test_a_config_within_the_bound_parses(depth):
+    assert config.nesting(config.parse_json(_levels(depth))) == depth
+
+
+def test_nesting_stops_counting_past_the_bound():
+    assert config.nesting(json.loads(_levels(600))) == config.MAX_NESTING + 1
+
+
+def test_a_missing_state_dir_is_made_only_where_the_guard_may(tmp_path):
+    """A leaf in a place the admin named (the tests' temp dir) is made by the ADD that follows;
+    a missing dir above it never: code 7 before anything is created."""
+    leaf = config.load(_conf(tmp_path, stateDir=str(tmp_path / "leaf")), WIDE)
+    assert leaf.make_state_dir
+    assert not config.load(_conf(tmp_path, stateDir=str(tmp_path)), WIDE).make_state_dir
+    with pytest.raises(errors.CniError) as exc:
+        config.load(_conf(tmp_path, stateDir=str(tmp_path / "a" / "b" / "state")), WIDE)
+    assert exc.value.code == errors.INVALID_CONFIG
+    assert "does not exist" in exc.value.msg
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_missing_dir_under_a_built_in_prefix_is_not_made(tmp_path):
+    """/var/lib/<missing> named by a config: walked (read only), refused with code 7."""
+    name = f"cni-delguard-test-missing-{os.getpid()}"
+    for key, value in (("stateDir", f"/var/lib/{name}"), ("logFile", f"/var/log/{name}/x.log")):
+        with pytest.raises(errors.CniError) as exc:
+            config.load(_conf(tmp_path, **{key: value}), WIDE)
+        assert exc.value.code == errors.INVALID_CONFIG, key
+        assert "does not exist" in exc.value.msg, key
+    assert not os.path.exists(f"/var/lib/{name}") and not os.path.exists(f"/var/log/{name}")
+
+
+def _remove_chain(top):
+    """Remove a chain of nested dirs without recursion (shutil.rmtree, and pytest's cleanup of
+    its temp dirs, recurse once per level): what a guard that made them would leave."""
+    if not top.is_dir():
+        return
+    here = os.getcwd()
+    os.chdir(top)
+    depth = 0
+    try:
+        while True:
+            subs = [e for e in os.listdir(".") if os.path.isdir(e) and not os.path.islink(e)]
+            for e in set(os.listdir(".")) - set(subs):
+                os.unlink(e)
+            if subs:
+                os.chdir(subs[0])
+                depth += 1
+                continue
+            if depth == 0:
+                break
+            os.chdir("..")
+            depth -= 1
+            for e in os.listdir("."):
+                if os.path.isdir(e) and not os.path.islink(e):
+                    os.rmdir(e)
+    finally:
+        os.chdir(here)
+    top.rmdir()
+
+
+@pytest.mark.parametrize(
+    "components", [pytest.param(n, id=f"{n}-components") for n in (33, 3000, 20000)]
+)
+def test_a_state_dir_past_the_depth_bound_is_code_7_and_makes_nothing(tmp_path, components):
+    """On 58a9769 a `stateDir` of 3000 components left 3004 dirs behind (code 5), made by a
+    walk that rebuilt the path at each component (20000: minutes)."""
+    deep = str(tmp_path / "/".join(["d"] * components))
+    try:
+        with pytest.raises(errors.CniError) as exc:
+            config.load(_conf(tmp_path, stateDir=deep), WIDE)
+        assert exc.value.code == errors.INVALID_CONFIG
+        assert not (tmp_path / "d").exists()
+    finally:
+        _remove_chain(tmp_path / "d")

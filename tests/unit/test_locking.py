@@ -96,32 +96,56 @@ def test_lock_files_are_owner_only(tmp_path):
         assert (os.stat(lock.path).st_mode & 0o777) == 0o600
 
 
-def test_filelock_is_imported_only_to_wait(tmp_path):
-    """The uncontended path is one flock; filelock (~30 ms of imports) only does the waiting."""
+def test_no_lock_library_is_imported_held_or_waiting(tmp_path):
+    """The uncontended path is one flock, the contended one a polled flock: neither imports
+    filelock (~30 ms of imports: logging, inspect, dataclasses), whose API takes a path only."""
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = tmp_path / "a.lock"
     code = (
         f"import sys; sys.path.insert(0, {repo!r})\n"
+        "import contextlib\n"
         "from cni_delguard.state.locking import AttachmentLock\n"
-        f"AttachmentLock({str(path)!r}, 1).release()\n"
+        f"with contextlib.suppress(Exception): AttachmentLock({str(path)!r}, 0.1).release()\n"
         "print('filelock' in sys.modules)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip() == "False"
-    holder = _holder(path)
+    for busy in (False, True):
+        holder = _holder(path) if busy else None
+        try:
+            out = subprocess.run(
+                [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True
+            )
+        finally:
+            if holder is not None:
+                holder.communicate("\n")
+        assert out.stdout.strip() == "False", busy
+
+
+def test_the_lock_is_opened_and_removed_in_the_dir_it_was_given(tmp_path):
+    """By the dir's descriptor, never by the path: a network dir swapped for a link after the
+    lock was taken does not make remove() unlink the file the link leads to."""
+    net = tmp_path / "networks" / "net1"
+    net.mkdir(parents=True)
+    decoy = tmp_path / "decoy" / "net1"
+    decoy.mkdir(parents=True)
+    (decoy / "c1:eth0.lock").write_text("not the guard's")
+    dir_fd = os.open(net, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        code = code.replace(
-            "AttachmentLock(",
-            "import contextlib\nwith contextlib.suppress(Exception): AttachmentLock(",
-        )
-        out = subprocess.run(
-            [sys.executable, "-I", "-c", code.replace(", 1)", ", 0.1)")],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        assert out.stdout.strip() == "True"
+        lock = AttachmentLock(str(net / "c1:eth0.lock"), timeout=1, dir_fd=dir_fd)
+        os.rename(tmp_path / "networks", tmp_path / "moved")
+        os.symlink(tmp_path / "decoy", tmp_path / "networks")
+        lock.remove()
+        lock.release()
     finally:
-        holder.communicate("\n")
+        os.close(dir_fd)
+    assert (decoy / "c1:eth0.lock").read_text() == "not the guard's"
+    assert not (tmp_path / "moved" / "net1" / "c1:eth0.lock").exists()
+
+
+def test_a_lock_path_is_walked_never_through_a_link(tmp_path):
+    """Without a dir descriptor the lock's dir is reached by the no-follow walk (fsutil.walk)."""
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    with pytest.raises(errors.CniError) as exc:
+        AttachmentLock(str(tmp_path / "link" / "a.lock"), timeout=0.1)
+    assert exc.value.code == errors.IO_FAILURE
+    assert list((tmp_path / "real").iterdir()) == []

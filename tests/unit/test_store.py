@@ -126,7 +126,7 @@ def test_prune_oldest_keeps_the_newest(tmp_path):
     assert sorted(os.listdir(d)) == ["3.json", "4.json"]
 
 
-# -- numbers read from the guard's files (issue 20) -------------------------------------------
+# -- numbers read from the guard's files -----------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -151,7 +151,7 @@ def test_epoch_takes_only_a_time_the_tools_can_show(value, expected):
     assert store.epoch(value) == expected
 
 
-# -- the one rule for which network dirs are read (issue 20) ----------------------------------
+# -- the one rule for which network dirs are read --------------------------------------------------
 
 
 def _state_with_odd_networks(tmp_path):
@@ -196,7 +196,7 @@ def test_network_dirs_refuses_an_unusable_networks_dir(tmp_path):
         list(store.network_dirs(str(state)))
 
 
-# -- release records: only root's own counts (issue 20) ---------------------------------------
+# -- release records: only root's own counts -------------------------------------------------------
 
 
 def _record(markers, tmp_path, how):
@@ -256,3 +256,31 @@ def test_a_release_record_counts_only_when_it_is_roots_own(tmp_path, how, refuse
 )
 def test_what_the_log_says_of_a_release_record(fields, expected):
     assert store.Release(fields, 0, None).logged() == expected | {"uid": 0}
+
+
+def test_walk_makes_only_the_leaf_unless_asked_for_parents(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        fsutil.walk(str(tmp_path / "a" / "b"), create=True)
+    assert not (tmp_path / "a").exists()
+    os.close(fsutil.walk(str(tmp_path / "leaf"), create=True))
+    assert stat.S_IMODE((tmp_path / "leaf").stat().st_mode) == fsutil.DIR_MODE
+    os.close(fsutil.walk(str(tmp_path / "a" / "b"), create=True, make_parents=True))
+    assert (tmp_path / "a" / "b").is_dir()
+
+
+def test_walk_names_the_component_it_refuses(tmp_path):
+    deep = tmp_path / "x" / "y"
+    deep.mkdir(parents=True)
+    os.symlink(deep, tmp_path / "x" / "link")
+    with pytest.raises(fsutil.UnsafeDirError) as exc:
+        fsutil.walk(str(tmp_path / "x" / "link" / "z" / "w"))
+    assert exc.value.why == f"{tmp_path}/x/link is a symlink or not a directory"
+    with pytest.raises(fsutil.UnsafeDirError) as exc:
+        fsutil.walk(str(tmp_path / "x" / "link"))
+    assert exc.value.why == "a symlink or not a directory"
+
+
+def test_walk_refuses_a_path_past_its_depth_bound_before_opening_it():
+    with pytest.raises(fsutil.UnsafeDirError) as exc:
+        fsutil.walk("/nonexistent" + "/d" * fsutil.MAX_WALK_DEPTH)
+    assert "deeper than" in exc.value.why
