@@ -132,13 +132,10 @@ def _version_of(data: bytes) -> str | None:
 
 
 def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
-    """Every subcommand registers itself from its own module (the tools' floors). The
-    monitoring package (floor 5) is connected here to the commands below it that serve or write
-    metrics: the watcher (`install --watch`, node/) and `stats --prometheus` (ops/). Its exporter
-    module costs what node/'s own modules do (no prometheus-client: that is imported only to
-    render)."""
-    from cni_delguard import buildinfo
-    from cni_delguard.monitoring import exporter
+    """Every subcommand registers itself from its own module (the tools' floors); `install`'s
+    long-running mode from the watcher's, which sits above node/, ops/ and monitoring/. The
+    monitoring package's textfile is connected here to `stats --prometheus` (ops/, below it)."""
+    from cni_delguard import buildinfo, watcher
     from cni_delguard.node import cli as node_cli
     from cni_delguard.ops import assess, bugreport, doctor, listing, release, stats
     from cni_delguard.tooling import Parser
@@ -152,26 +149,18 @@ def build_parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     assess.register(sub)
     release.register(sub)
     bugreport.register(sub)
-    node_cli.register(sub, metrics=exporter, assess=_assess_summary)
+    watcher.add_options(node_cli.register(sub)["install"])
     version = sub.add_parser("version", help="print the version and exit")
     version.set_defaults(run=lambda _args, o, _e: _print_version(o))
     return parser
 
 
 def _textfile(path: str, log_file: str, state_dir: str) -> None:
-    """`stats --prometheus FILE`: the monitoring package's textfile, for ops/'s `stats` (floor
-    4), which cannot import it. Imported only when asked for."""
+    """`stats --prometheus FILE`: the monitoring package's textfile, for ops/'s `stats` (a
+    floor below it, which cannot import it). Imported only when asked for."""
     from cni_delguard.monitoring import metrics
 
     metrics.write(path, log_file, state_dir)
-
-
-def _assess_summary(root: str, layout: str) -> str:
-    """What `install --watch` logs at start: ops/'s assess (floor 4) for node/'s installer
-    (floor 3), which cannot import it. Imported only when an installer starts."""
-    from cni_delguard.ops.assess import summary_line
-
-    return summary_line(root, layout)
 
 
 def _print_version(out: TextIO) -> int:

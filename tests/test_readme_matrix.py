@@ -2,8 +2,9 @@
 suites measure: README cannot claim a cell the suite did not measure.
 
 - README.md's "Does it fix my problem?" table and docs/compatibility.md's per-chain tables are
-  exactly cni_delguard/ops/assess/render.py of cni_delguard/ops/assess/matrix.json (the file
-  `cni-delguard assess` reads), commit and date included (tools/render-matrix.py --render).
+  exactly delguard_build/render.py of delguard_build/matrix.json, commit and date included, and
+  the verdicts `cni-delguard assess` ships (cni_delguard/ops/assess/verdicts.json) are exactly
+  delguard_build/verdicts.py of the same file (tools/render-matrix.py --render writes both).
 - The run's matrix (.cache/e2e/matrix.json, which the e2e suites fill as they run) and the file
   of record hold the same cases with the same outcomes, and the guard kept a DEL from the
   delegate in the same cases; the seconds, the exact counts, the commit and the date may differ.
@@ -20,7 +21,8 @@ import os
 
 import pytest
 
-from cni_delguard.ops.assess import matrix, render
+from cni_delguard.ops.assess import verdicts as shipped
+from delguard_build import matrix, render, verdicts
 from tests.support import matrix as run_matrix
 
 REPO = run_matrix.REPO
@@ -28,12 +30,19 @@ REPO = run_matrix.REPO
 
 @pytest.mark.parametrize("target", render.TARGETS, ids=lambda t: t.page)
 def test_each_page_is_the_render_of_the_file_of_record(target: render.Target) -> None:
-    packaged = matrix.packaged()
+    record = matrix.record()
     page = (REPO / target.page).read_text(encoding="utf-8")
-    changes = render.diff(page, target, packaged)
+    changes = render.diff(page, target, record)
     assert not changes, (f"{target.page} is not the render of {render.RECORD}: "
                          f"tools/render-matrix.py --render\n{changes}")
-    assert packaged.short_commit in page and packaged.date in page
+    assert record.short_commit in page and record.date in page
+
+
+def test_the_shipped_verdicts_are_those_of_the_file_of_record() -> None:
+    text = (REPO / verdicts.TARGET).read_text(encoding="utf-8")
+    assert text == verdicts.dumps(matrix.record()), (
+        f"{verdicts.TARGET} is not built from {matrix.RECORD}: tools/render-matrix.py --render")
+    assert shipped.shipped().commit == matrix.record().commit  # what assess reads is that file
 
 
 def _cases(m: matrix.Matrix) -> dict[tuple[str, str, str, str, str, bool], tuple[str, bool]]:
@@ -47,15 +56,15 @@ def test_the_run_measured_what_the_file_of_record_says() -> None:
         if os.environ.get("CI"):
             pytest.fail(f"{why}, and under CI they run before this test")
         pytest.skip(why)
-    run, packaged = run_matrix.load(source), matrix.packaged()
+    run, record = run_matrix.load(source), matrix.record()
     assert run.rows, f"{source} holds no row"
-    ran, claimed = _cases(run), _cases(packaged)
+    ran, claimed = _cases(run), _cases(record)
     missing = sorted(set(claimed) - set(ran))
     extra = sorted(set(ran) - set(claimed))
     differ = sorted((k, claimed[k], ran[k]) for k in set(ran) & set(claimed)
                     if ran[k] != claimed[k])
     assert not (missing or extra or differ), (
-        f"the run ({run.commit}, {run.date}) and {render.RECORD} ({packaged.commit}, "
-        f"{packaged.date}) differ; if the run is the one to publish, tools/render-matrix.py "
+        f"the run ({run.commit}, {run.date}) and {render.RECORD} ({record.commit}, "
+        f"{record.date}) differ; if the run is the one to publish, tools/render-matrix.py "
         f"--write\nnot run: {missing}\nnot in the record: {extra}\n"
         f"(case, recorded (outcome, kept), run): {differ}")

@@ -8,7 +8,7 @@ DIR is an overlay that adds components/monitoring: it holds settings.yaml (the M
 object: scrapeInterval, clusterLabel, ...). Kustomize cannot compute the rules' windows from the
 scrape interval (they are multiples of it) nor put a cluster label into every `by`, so after
 changing either setting this writes the rules again, from the one template
-(components/monitoring/prometheusrule.template.yaml) through cni_delguard/monitoring/rules.py,
+(components/monitoring/prometheusrule.template.yaml) through delguard_build/rules.py,
 as the Helm chart renders them from its values. The component scrapes at the interval the rules
 were rendered for (their annotation cni-delguard/scrape-interval), so the two never disagree.
 Needs PyYAML (Debian: python3-yaml).
@@ -25,7 +25,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from cni_delguard.monitoring import rules  # noqa: E402 (the repository's own package, by path)
+from delguard_build import rules  # noqa: E402 (the repository's own package, by path)
 
 TEMPLATE = REPO / "installer/kustomize/components/monitoring/prometheusrule.template.yaml"
 HEADER = """\

@@ -2,8 +2,9 @@
 how it is served (the watcher's endpoint and textfile) or written (`stats --prometheus`).
 
 Above ops/ and node/ (it reads the log and the markers through ops/, the ready check and the
-watcher's counts through node/); `cni_delguard.cli` connects it to the commands below it that
-serve or write metrics. One module per job:
+watcher's counts through node/); the watcher (cni_delguard/watcher.py, above it) starts its
+exporter, and `cni_delguard.cli` connects its textfile to `stats --prometheus`. One module per
+job:
 
 | module | job |
 | --- | --- |

@@ -8,10 +8,9 @@ again only when it changes) and the watch loop goes on; the bind is tried again 
 a port held by a process that has since gone is taken once it is free. A scrape never waits on a
 refresh: it renders the last snapshot.
 
-This module is the watcher's metrics side as node/cli.py's `Metrics` sees it (`add_options`,
-`check`, `start`): node/ (floor 3) cannot import the monitoring package (floor 5), so
-`cni_delguard.cli` connects it (`register(sub, metrics=exporter)`). The Feed it starts is
-feed.py's WatcherFeed, imported only when a watcher asks for metrics.
+The watcher (cni_delguard/watcher.py, the floor above) calls `add_options`, `check` and
+`start`. The Feed it starts is feed.py's WatcherFeed, imported only when a watcher asks for
+metrics.
 """
 
 from __future__ import annotations
@@ -22,9 +21,9 @@ import os
 import threading
 from typing import Any, Protocol
 
+from cni_delguard.host.root import NodeRoot
 from cni_delguard.monitoring import endpoint
 from cni_delguard.node import actions, watch
-from cni_delguard.node import options as where
 from cni_delguard.tooling import UsageError
 
 
@@ -90,7 +89,7 @@ def start(
     from cni_delguard.monitoring.feed import Plan, WatcherFeed
 
     plan = Plan(opts, log_file, counts, args.stuck_after, args.metrics_interval)
-    textfile = where.under(args.root, args.metrics_file) if args.metrics_file else None
+    textfile = NodeRoot(args.root).here(args.metrics_file) if args.metrics_file else None
     metrics = Exporter(WatcherFeed(plan), args.metrics_address, textfile, plan.interval, say,
                        counts)
     metrics.start()

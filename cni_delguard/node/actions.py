@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from cni_delguard.guard import defaults
-from cni_delguard.node import bundle, confdir, hostlock, patch, record
+from cni_delguard.node import bundle, confdir, hostlock, patch, record, runs
 from cni_delguard.node.errors import BundleRefusedError, ConfRefusedError, InstallerError
 from cni_delguard.state import fsutil
 
@@ -39,7 +39,7 @@ class InstallError(ConfRefusedError):
 
 @dataclass(frozen=True)
 class Options:
-    root: str  # where the node's / is: the plugin is run with it as / (bundle.answers_version)
+    root: str  # where the node's / is: the plugin is run with it as / (runs.answers_version)
     bin_dir: str
     conf_dir: str
     conf_file: str | None
@@ -226,7 +226,7 @@ def unwrap_unrunnable(opts: Options, say: Say) -> bool:
     with hostlock.held(opts.state_dir, opts.lock_timeout):
         if record.uninstalled(opts.state_dir):
             return False
-        if problem := bundle.runs(opts.bin_dir, opts.root):  # again, under the lock
+        if problem := runs.runs(opts.bin_dir, opts.root):  # again, under the lock
             say(f"the guard's plugin does not run on the node: {problem}; unwrapping")
             return _unwrap_all(opts, say)
         return False

@@ -22,11 +22,12 @@ A repair never empties the live dir: each version has two slots, `<digest>` and 
 When the copy the link points at is damaged (a changed byte, a stray or missing file), the
 version is copied into the other slot, the link switched to it, and the damaged copy is then kept
 as the replaced version (and removed by the next switch, as any replaced version is): an exec
-that resolved the link a moment before the switch is still loading files from it. Before this,
-the damaged dir was removed and copied again under the same name: 183 of 400 VERSION execs run
-alongside that repair failed (ENOENT), an outage made by the guard itself. Every switch (install,
-repair, upgrade, rollback) now leaves a complete version behind the link at every instant; only
-uninstall removes it (tests/installer/test_frozen_bundle_lifecycle.py counts the failures).
+that resolved the link a moment before the switch is still loading files from it. Removing the
+damaged dir and copying it again under the same name would leave the link pointing at nothing
+for the length of the copy: measured, 183 of 400 VERSION execs run alongside such a repair
+failed (ENOENT). So every switch (install, repair, upgrade, rollback) leaves a complete version
+behind the link at every instant; only uninstall removes it
+(tests/installer/test_frozen_bundle_lifecycle.py counts the failures).
 
 `check` is what the watcher and the readiness probe ask every poll: the link, the version dir and
 its manifest, by kind and size (a stat per file, about 1 ms for the frozen bundle); `deep` adds
@@ -35,7 +36,6 @@ every file's sha256 (about 0.1 s), asked once before every (re-)wrap and every s
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import shutil
@@ -44,12 +44,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cni_delguard.node import fsops
+from cni_delguard.node import runs as plugin_runs
 from cni_delguard.node.errors import BundleRefusedError
 from cni_delguard.state import fsutil
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import subprocess
 
 LINK_NAME = "cni-delguard"
 PREFIX = ".cni-delguard-"
@@ -85,12 +82,12 @@ class Plan:
         return self.current == self.target and self.slot_intact
 
 
-def manifest(root: str, deep: bool = True) -> Entries:
+def manifest(top: str, deep: bool = True) -> Entries:
     """Every entry of a tree: `f` exec-bit size sha256 (None unless deep), `l` target, `d`."""
     entries: Entries = {}
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(top):
         dirnames.sort()
-        rel_dir = os.path.relpath(dirpath, root)
+        rel_dir = os.path.relpath(dirpath, top)
         if rel_dir != ".":
             entries[os.path.normpath(rel_dir)] = ["d"]
         for name in sorted(filenames + [d for d in dirnames if os.path.islink(_j(dirpath, d))]):
@@ -113,16 +110,16 @@ def digest_of(entries: Entries) -> str:
     return fsutil.sha256_hex(json.dumps(entries, sort_keys=True).encode())
 
 
-def tree_digest(root: str) -> str:
+def tree_digest(top: str) -> str:
     """sha256 over the relative paths, kinds, exec bits, sizes, contents and link targets."""
-    return digest_of(manifest(root))
+    return digest_of(manifest(top))
 
 
 def verify(version_dir: str, deep: bool, expected: Entries | None = None) -> str | None:
     """None if `version_dir` holds exactly what its manifest lists, else what is wrong. With
     `expected` (the image's own entries, `image_entries`), the dir and its manifest must both be
     exactly those: a manifest in the bin dir is only as trustworthy as whoever can write there, so
-    a version dir planted or changed together with its manifest is not this version (issue 38)."""
+    a version dir planted or changed together with its manifest is not this version."""
     try:
         raw = fsutil.read_regular(None, _j(version_dir, MANIFEST), _MAX_MANIFEST).data
         stored = json.loads(raw)["entries"]
@@ -179,145 +176,13 @@ def signature(bin_dir: str) -> tuple[object, ...]:
     return tuple(found)
 
 
-def runs(bin_dir: str, root: str = "/") -> str | None:
-    """None if the bin dir's cni-delguard answers CNI VERSION with `root` as /, else why not."""
-    versions, why = answers_version(_j(bin_dir, LINK_NAME), root)
-    return why if versions is None else None
-
-
-# The exit status of the probe's child when it cannot enter the node's root (as chroot(1) uses).
-_CANNOT_CHROOT = 125
-_PROBE_TIMEOUT = 30.0
-
-
-def answers_version(path: str, root: str = "/") -> tuple[list[object] | None, str]:
-    """(the CNI versions `path` reports, "") when it answers VERSION; (None, why) otherwise.
-    The one way the installer, `ready` and `doctor` ask a plugin whether it runs.
-
-    They ask as the runtime would run it: with the node's root as / (a chroot into `root`), so
-    the plugin meets the node's own loader, C library, /etc/ld.so.preload and `#!` interpreters,
-    never those of the image this process runs from (a plugin that runs here may not run on the
-    node at all), with PROBE_ENVIRONMENT only. `path` is as seen from here, under `root`."""
-    import subprocess
-
-    on_node = node_path(root, path)
-    if on_node is None:
-        return None, f"{path} is not under the node's root {root}"
-    where = "" if on_node == path else f" with {root} as /"
-    try:
-        r = run_on_node(path, [], root, dict(PROBE_ENVIRONMENT))
-    except subprocess.TimeoutExpired:
-        return None, f"{on_node} does not answer VERSION{where} within {_PROBE_TIMEOUT:.0f} s"
-    except OSError as exc:
-        return None, f"{on_node} cannot be executed{where}: {_exec_failure(path, exc)}"
-    if r.returncode == _CANNOT_CHROOT and r.stderr.startswith(b"cannot chroot"):
-        return None, (
-            f"{_one_line(r.stderr)} (to run the plugin as the runtime would: needs root, or "
-            "CAP_SYS_CHROOT)"
-        )
-    try:
-        versions = json.loads(r.stdout).get("supportedVersions")
-    except (ValueError, AttributeError):
-        versions = None
-    if r.returncode != 0 or not isinstance(versions, list):
-        said = _one_line(r.stderr) or _one_line(r.stdout)
-        return None, f"{on_node} does not answer VERSION{where} (exit {r.returncode}): {said}"
-    return versions, ""
-
-
-def run_on_node(
-    path: str, args: list[str], root: str, env: dict[str, str], timeout: float = _PROBE_TIMEOUT
-) -> subprocess.CompletedProcess[bytes]:
-    """Run `path` (as seen from here, under `root`) with `args`, as the node runs it: chrooted
-    into `root` (unless it is /), no shell, stdin empty, the environment `env` alone, output
-    captured, killed after `timeout` (subprocess.TimeoutExpired). OSError when it cannot be
-    executed; exit status 125 with "cannot chroot" on stderr when the root cannot be entered.
-    ValueError for a path not under the root."""
-    import subprocess
-
-    on_node = node_path(root, path)
-    if on_node is None:
-        raise ValueError(f"{path} is not under the node's root {root}")
-    return subprocess.run(
-        [on_node, *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=timeout,
-        check=False,
-        preexec_fn=None if on_node == path else lambda: _enter(root),
-    )
-
-
-# The probe's environment: CNI_COMMAND and nothing else, none of it read from /proc (issue 38).
-# It used to be the environment of the lowest PID whose comm was containerd or crio; the pod
-# cannot read the real runtime's (/proc/<pid>/environ needs CAP_SYS_PTRACE over a process with
-# more capabilities), so any process of that name that it could read won: one with LD_DEBUG=help
-# made every VERSION probe fail and the watcher unwrap the node, one with LD_DEBUG_OUTPUT made
-# each probe write a megabyte into a host dir. What a runtime's environment could change for the
-# frozen bundle, it does not: the launcher is static and sets the loader's variables aside, and
-# the bundle's loader is sealed (packaging/README.md); the node's /etc/ld.so.preload is still
-# met, through the chroot.
-PROBE_ENVIRONMENT = {"CNI_COMMAND": "VERSION"}
-
-
-def node_path(root: str, path: str) -> str | None:
-    """`path` (as seen from here, under `root`) as the node sees it; None if not under it."""
-    root, path = os.path.normpath(root), os.path.normpath(path)
-    if root == "/":
-        return path
-    inside = os.path.relpath(path, root)
-    if inside == ".." or inside.startswith("../"):
-        return None
-    return "/" if inside == "." else "/" + inside
-
-
-def _enter(root: str) -> None:
-    """In the probe's child, before exec: make the node's root this process's /. It runs between
-    fork and exec in a process that may have threads (the watcher's metrics), so it calls only
-    system calls and takes no lock a thread of the parent could have held at the fork."""
-    try:
-        os.chroot(root)
-        os.chdir("/")
-    except OSError as exc:
-        os.write(2, f"cannot chroot into {root}: {exc.strerror}\n".encode())
-        os._exit(_CANNOT_CHROOT)
-
-
-def _exec_failure(path: str, exc: OSError) -> str:
-    """Why exec failed, in the node's terms: ENOENT for a file that is there means its loader or
-    its `#!` interpreter is not (on the node, that is: it may well be here)."""
-    if exc.errno == errno.ENOENT and os.path.lexists(path):
-        try:
-            with open(path, "rb") as f:
-                head = f.read(256)
-        except OSError:
-            head = b""
-        if head.startswith(b"#!"):
-            interpreter = head[2:].split(b"\n", 1)[0].strip().decode("utf-8", "replace")
-            return f"its interpreter `#!{interpreter}` is missing there"
-        return "its program loader (ELF interpreter) or a file it needs is missing there"
-    if exc.errno == errno.ENOEXEC:
-        return "exec format error (a binary of another arch?)"
-    return exc.strerror or str(exc)
-
-
-def _one_line(data: bytes, limit: int = 300) -> str:
-    """The first non-empty line of what a plugin printed, printable and bounded."""
-    for line in data.decode("utf-8", "replace").splitlines():
-        if line.strip():
-            text = "".join(c if c.isprintable() else "?" for c in line.strip())
-            return text[:limit]
-    return ""
-
-
 def usable(bin_dir: str, root: str = "/", expected: Entries | None = None) -> str | None:
     """The check before every wrap: our complete version (deep; with `expected`, exactly the
     image's) or any plugin there, and it runs on the node."""
     problem = check(bin_dir, deep=True, expected=expected)
     if problem and _version_of(current_target(bin_dir)):
         return problem  # ours and damaged: never trust it, even if it happens to run
-    return runs(bin_dir, root)
+    return plugin_runs.runs(bin_dir, root)
 
 
 def _j(a: str, b: str) -> str:
@@ -403,7 +268,7 @@ def apply(p: Plan, root: str = "/") -> None:
     if os.path.isdir(link) and not os.path.islink(link):
         raise BundleError(f"{link} is a directory; refusing to replace it")
     if p.current != p.target:
-        versions, why = answers_version(os.path.join(final, LINK_NAME), root)
+        versions, why = plugin_runs.answers_version(os.path.join(final, LINK_NAME), root)
         if versions is None:
             _remove_tree(final)
             raise BundleError(f"not installing {p.bundle_dir}: {why}")

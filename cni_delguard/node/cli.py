@@ -1,23 +1,19 @@
-"""Command line of `cni-delguard install`, `uninstall` and `ready`.
+"""Command line of `cni-delguard install`, `uninstall`, `live` and `ready` (one-shot).
 
-`register(sub)` adds them to cni_delguard.cli's subcommands; `main(argv)` runs them on their own
-(the tests' way in). One-shot messages go to stderr and `--dry-run` prints the diff on stdout; the
-long-running `install --watch` logs every line, with a UTC time, to stdout (what `kubectl logs`
-shows). This is the one place where errors become a single line on stderr and an exit code (the
-table is in errors.py; `ready` has its own, in ready.py).
+`register(sub)` adds them to cni_delguard.cli's subcommands and returns their parsers by name;
+`main(argv)` runs them on their own (the tests' way in). One-shot messages go to stderr and
+`--dry-run` prints the diff on stdout. This is the one place where errors become a single line on
+stderr and an exit code (the table is in errors.py; `ready` has its own, in ready.py).
 
-The metrics seam: `register(sub, metrics=hook)` gives `install` the watcher's metrics options
-(`--metrics-address`, `--metrics-file`, ...) and lets `install --watch` start what serves and
-writes them, in a thread of its own (cni_delguard/monitoring/exporter.py, the `Metrics` below).
-node/ (floor 3) cannot import the monitoring package (floor 5), so the caller above both
-connects them; without a hook the options are not there.
+`install --watch`, the long-running installer, is assembled one floor up (cni_delguard/
+watcher.py: the watch loop, assess's summary and the metrics); it takes the node's options, the
+waiting and the error-to-exit-code mapping from here (`node_options`, `waiting`, `run`).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import io
 import math
 import os
 import signal
@@ -25,23 +21,22 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from cni_delguard.guard import defaults
+from cni_delguard.host import dirs, layouts
+from cni_delguard.host.root import absolute
 from cni_delguard.node import (
     actions,
     confdir,
-    follow,
     hostlock,
-    layouts,
     live,
     multusdaemon,
+    options,
     purge,
     ready,
-    record,
     watch,
 )
-from cni_delguard.node import options as where
 from cni_delguard.node.errors import InstallerError, NoConfError
 from cni_delguard.tooling import Parser, UsageError
 
@@ -52,27 +47,6 @@ PROG = "cni-delguard"
 _PATH_KEYS = ("stateDir", "logFile")
 
 
-class Stoppable(Protocol):
-    def stop(self) -> None: ...
-
-
-class Metrics(Protocol):
-    """The watcher's metrics side (cni_delguard/monitoring/exporter.py): its options, their
-    check before the watcher starts (UsageError), and the thread that serves and writes them
-    (None when no option asks for it)."""
-
-    def add_options(self, group: Any) -> None: ...
-    def check(self, args: argparse.Namespace) -> None: ...
-    def start(
-        self,
-        args: argparse.Namespace,
-        opts: actions.Options,
-        log_file: str,
-        counts: watch.Counts,
-        say: actions.Say,
-    ) -> Stoppable | None: ...
-
-
 def build_parser(out: TextIO | None = None, err: TextIO | None = None) -> argparse.ArgumentParser:
     parser = Parser(
         prog=PROG, description="Put cni-delguard on a node, or take it off.", out=out, err=err
@@ -81,12 +55,9 @@ def build_parser(out: TextIO | None = None, err: TextIO | None = None) -> argpar
     return parser
 
 
-Assess = Callable[[str, str], str]  # (root, layout) -> a line saying what the guard fixes
-
-
-def register(sub: Any, metrics: Metrics | None = None, assess: Assess | None = None) -> None:
-    """Add `install`, `uninstall` and `ready` to a parser's subcommands. `assess`: what
-    `install --watch` logs at start (ops/assess, connected by the caller above both)."""
+def register(sub: Any) -> dict[str, argparse.ArgumentParser]:
+    """Add `install`, `uninstall`, `live` and `ready` to a parser's subcommands; their parsers
+    by name (cni_delguard/watcher.py adds `install`'s long-running options)."""
     inst = sub.add_parser(
         "install",
         help="copy the bundle into the bin dir and wrap the conf (--watch: and keep it wrapped)",
@@ -103,7 +74,7 @@ def register(sub: Any, metrics: Metrics | None = None, assess: Assess | None = N
         description="Exit 0 while the watcher's heartbeat is fresh and it has not failed to put "
         "the plugin where the runtime looks for --grace seconds (node/live.py).",
     )
-    alive.set_defaults(run=run, metrics=metrics)
+    alive.set_defaults(run=run)
     alive.add_argument("--live-file", required=True, metavar="PATH",
                        help="the heartbeat the watcher writes (its --live-file)")
     alive.add_argument("--stale", type=float, default=live.STALE, metavar="SECONDS",
@@ -118,10 +89,10 @@ def register(sub: Any, metrics: Metrics | None = None, assess: Assess | None = N
     )
     for p in (inst, uninst, probe):
         _add_where(p)
-        p.set_defaults(run=run, metrics=metrics, assess=assess)
+        p.set_defaults(run=run)
     for p in (inst, uninst):  # a probe changes nothing, waits for no lock and wraps nothing
         _add_change(p)
-    _add_install(inst, metrics)
+    _add_install(inst)
     uninst.add_argument(
         "--hold", action="store_true", help="after uninstalling, stay running until SIGTERM"
     )
@@ -138,12 +109,13 @@ def register(sub: Any, metrics: Metrics | None = None, assess: Assess | None = N
         help="the watcher's heartbeat (its --live-file): also not ready while it says its "
         "metrics port is held by another process (exit 16)",
     )
+    return {"install": inst, "uninstall": uninst, "live": alive, "ready": probe}
 
 
 def _add_where(p: argparse.ArgumentParser) -> None:
     """Where the node keeps what the command looks at (every one of the three)."""
     layouts.add_option(p)
-    where.add(p, "bin_dir", "conf_dir")
+    options.add(p, "bin_dir", "conf_dir")
     p.add_argument(
         "--conf-file",
         metavar="NAME",
@@ -151,7 +123,7 @@ def _add_where(p: argparse.ArgumentParser) -> None:
         "one the runtime uses, the first .conf/.conflist/.json by name)",
     )
     kept = "the installer keeps originals, its lock and the uninstall record in DIR/installer"
-    where.add(
+    options.add(
         p,
         "state_dir",
         "root",
@@ -176,7 +148,7 @@ def _add_change(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_install(p: argparse.ArgumentParser, metrics: Metrics | None) -> None:
+def _add_install(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--bundle-dir",
         metavar="DIR",
@@ -207,34 +179,6 @@ def _add_install(p: argparse.ArgumentParser, metrics: Metrics | None) -> None:
         metavar="SECONDS",
         help="wait up to this long for the runtime's conf to appear (boot) (%(default)g)",
     )
-    w = p.add_argument_group("long-running mode")
-    w.add_argument("--watch", action="store_true", help="stay running and keep the node guarded")
-    w.add_argument(
-        "--watch-interval",
-        type=float,
-        default=1.0,
-        metavar="SECONDS",
-        help="look at the conf and the bin dir this often (%(default)g)",
-    )
-    w.add_argument(
-        "--max-repatches",
-        type=int,
-        default=watch.Limits.max_repatches,
-        metavar="N",
-        help="re-wraps and repairs allowed per --repatch-window before backing off (%(default)s)",
-    )
-    w.add_argument(
-        "--repatch-window",
-        type=float,
-        default=watch.Limits.window,
-        metavar="SECONDS",
-        help="the window --max-repatches counts in (%(default)g)",
-    )
-    w.add_argument(
-        "--uninstall-on-stop",
-        action="store_true",
-        help="uninstall when stopped (SIGTERM): deleting the DaemonSet takes the guard off",
-    )
     p.add_argument(
         "--multus-cache-dir",
         metavar="DIR",
@@ -242,20 +186,6 @@ def _add_install(p: argparse.ArgumentParser, metrics: Metrics | None) -> None:
         f"<conf dir>/{multusdaemon.DAEMON_CONFIG} when the node has it, else "
         f"{defaults.MULTUS_CACHE_DIRS[0]})",
     )
-    w.add_argument(
-        "--live-file",
-        metavar="PATH",
-        help="write the liveness heartbeat here on every poll, for `live` (in the container's "
-        "own dir, not under --root; default: none)",
-    )
-    w.add_argument(
-        "--follow-log",
-        metavar="PATH",
-        help="print each DEL the guard let through from its decision log (default: its "
-        "logFile under --root; '' turns it off)",
-    )
-    if metrics is not None:
-        metrics.add_options(w)
 
 
 # What each command reads of the layout (the rest may differ between layouts found).
@@ -266,15 +196,18 @@ _NEEDS = {
 }
 
 
-def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> actions.Options:
-    """The node as this command sees it: the layout's paths (`--layout`, auto: found under
-    --root), each replaced by its flag when given, reached through --root."""
-    layout = layouts.of(args, _NEEDS[args.command] if needs is None else needs)
-    node_conf_dir, node_bin_dir, source = layouts.runtime_dirs(
-        layout, args.root, args.conf_dir, args.bin_dir)
-    bin_dir = where.located(args.root, node_bin_dir)
-    conf_dir = where.located(args.root, node_conf_dir)
-    keys: dict[str, Any] = layouts.guard_keys(layout) if args.command == "install" else {}
+def node_dirs(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> dirs.NodeDirs:
+    """The node's dirs as this command sees them: the layout's (`--layout`, auto: found under
+    --root), the runtime's config's, each replaced by its flag when given."""
+    return dirs.find(args.root, args.layout, conf_dir=args.conf_dir, bin_dir=args.bin_dir,
+                     state_dir=args.state_dir,
+                     needs=_NEEDS[args.command] if needs is None else needs)
+
+
+def node_options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> actions.Options:
+    """The node as this command sees it (node_dirs), and what the command does there."""
+    found = node_dirs(args, needs)
+    keys: dict[str, Any] = layouts.guard_keys(found.layout) if args.command == "install" else {}
     guard_keys = (
         ("state_dir", "stateDir"),
         ("log_file", "logFile"),
@@ -285,51 +218,29 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
         value = getattr(args, attr, None)
         if value is not None:
             # The conf gets the path as the guard will read it (normalized), never `/../x`.
-            keys[key] = where.absolute(value) if key in _PATH_KEYS and value else value
+            keys[key] = absolute(value) if key in _PATH_KEYS and value else value
     if args.command == "install":
-        multus_dir = args.multus_cache_dir or multusdaemon.cni_dir(args.root, node_conf_dir)
+        multus_dir = args.multus_cache_dir or multusdaemon.cni_dir(found.root, found.conf_dir)
         if multus_dir:
             keys["multusCacheDirs"] = multusdaemon.cache_dirs(multus_dir)
     bundle_dir = None
     if args.command == "install" and not args.no_bundle:
         bundle_dir = args.bundle_dir or default_bundle_dir()
     return actions.Options(
-        root=os.path.normpath(args.root),
-        bin_dir=bin_dir,
-        conf_dir=conf_dir,
+        root=found.root.path,
+        bin_dir=found.bin_here,
+        conf_dir=found.conf_here,
         conf_file=args.conf_file,
         wrap=getattr(args, "wrap", None),
-        state_dir=where.under(args.root, args.state_dir or layout.state_dir),
-        layout=layout.name,
-        source=source,
-        log_file=layout.log_file,
+        state_dir=found.state_here,
+        layout=found.layout.name,
+        source=found.source,
+        log_file=found.layout.log_file,
         bundle_dir=bundle_dir,
         keys=keys,
         dry_run=getattr(args, "dry_run", False),
         lock_timeout=getattr(args, "lock_timeout", hostlock.DEFAULT_TIMEOUT),
     )
-
-
-def _dirs(args: argparse.Namespace, layout: layouts.Layout) -> tuple[str, str, str]:
-    """The bin dir and conf dir the runtime uses now, as seen from here, and where they came
-    from: the flag's, the runtime's own config's or the layout's, with the node's links
-    followed inside --root (k3s's data/current, MicroK8s' current), so a distribution's upgrade
-    that moves a link or rewrites the runtime's config moves them."""
-    conf_dir, bin_dir, source = layouts.runtime_dirs(layout, args.root, args.conf_dir,
-                                                     args.bin_dir)
-    return where.located(args.root, bin_dir), where.located(args.root, conf_dir), source
-
-
-def _resolver(args: argparse.Namespace, name: str) -> watch.Resolve:
-    """What the watcher calls on every poll: the dirs of the layout it started on (never
-    chosen again: a layout is not found anew while the node runs), resolved again."""
-    layout = layouts.BY_NAME[name]
-
-    def resolve(opts: actions.Options) -> actions.Options:
-        bin_dir, conf_dir, source = _dirs(args, layout)
-        return dataclasses.replace(opts, bin_dir=bin_dir, conf_dir=conf_dir, source=source)
-
-    return resolve
 
 
 def default_bundle_dir() -> str:
@@ -353,39 +264,47 @@ def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) 
 
 
 def run(args: argparse.Namespace, out: TextIO, stderr: TextIO) -> int:
-    say = _sayer(stderr, stamp=False)
+    if args.command in ("ready", "live"):
+        return exit_code(sayer(stderr, stamp=False),
+                         lambda: _ready(args, out) if args.command == "ready" else _live(args, out))
+    return exit_code(sayer(stderr, stamp=False), lambda: _one_shot(args, out, stderr))
+
+
+def _one_shot(args: argparse.Namespace, out: TextIO, stderr: TextIO) -> int:
+    say = sayer(stderr, stamp=False)
+    wait = args.wait if args.command == "install" else 0.0
+    opts = options_waiting(args, wait, say)
+    if args.command == "uninstall":
+        actions.uninstall(opts, out, say)
+        if args.purge and not opts.dry_run:
+            purge.empty(opts, say)
+        if args.hold:
+            _hold(sayer(out, stamp=True))
+            if args.purge:
+                purge.finish(opts, sayer(out, stamp=True))
+    else:
+        _wait_for_conf(opts, args.wait, say)
+        actions.install(opts, out, say)
+    return 0
+
+
+def exit_code(say: actions.Say, body: Callable[[], int]) -> int:
+    """body()'s exit code, or the one its error maps to, said in one line (errors.py's table)."""
     try:
-        if args.command in ("ready", "live"):
-            return _ready(args, out) if args.command == "ready" else _live(args, out)
-        if args.command == "install" and args.watch:
-            _watch(args, _sayer(out, stamp=True))
-            return 0
-        wait = args.wait if args.command == "install" else 0.0
-        opts = _options_waiting(args, wait, say)
-        if args.command == "uninstall":
-            actions.uninstall(opts, out, say)
-            if args.purge and not opts.dry_run:
-                purge.empty(opts, say)
-            if args.hold:
-                _hold(_sayer(out, stamp=True))
-                if args.purge:
-                    purge.finish(opts, _sayer(out, stamp=True))
-        else:
-            _wait_for_conf(opts, args.wait, say)
-            actions.install(opts, out, say)
+        return body()
     except UsageError as exc:
         say(f"usage: {exc}")
         return 2
-    except InstallerError as exc:
+    except (InstallerError, layouts.NoLayoutError) as exc:
         say(str(exc))
         return exc.code
     except OSError as exc:  # fsutil.UnsafeFileError included
         say(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
         return 1
-    return 0
 
 
-def _sayer(stream: TextIO, stamp: bool) -> actions.Say:
+def sayer(stream: TextIO, stamp: bool) -> actions.Say:
+    """One line at a time on `stream`, `cni-delguard: ` first (and a UTC time, `stamp`)."""
     lock = threading.Lock()  # the watcher's metrics thread says things too: one line at a time
 
     def say(message: str) -> None:
@@ -405,14 +324,14 @@ def _live(args: argparse.Namespace, out: TextIO) -> int:
 
 def _ready(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        opts = options(args)
+        opts = node_options(args)
     except layouts.NoLayoutError as exc:
         if not args.uninstalled:
             out.write(f"not ready: {exc}\n")
             return 10
         # No layout's conf and no guard anywhere: the guard is off every layout's dirs; the
         # uninstall record (in the state dir every layout shares) says whether that is so.
-        opts = dataclasses.replace(options(args, needs=("state_dir",)), conf_file=None)
+        opts = dataclasses.replace(node_options(args, needs=("state_dir",)), conf_file=None)
     code, line = (ready.uninstalled if args.uninstalled else ready.guarded)(opts)
     if code == 0 and args.live_file and (problem := live.metrics_problem(args.live_file,
                                                                          time.time())):
@@ -421,11 +340,11 @@ def _ready(args: argparse.Namespace, out: TextIO) -> int:
     return code
 
 
-class _StoppedError(Exception):
+class StoppedError(Exception):
     """The watcher was stopped while it waited for a layout."""
 
 
-def _options_waiting(
+def options_waiting(
     args: argparse.Namespace,
     seconds: float,
     say: actions.Say,
@@ -433,30 +352,22 @@ def _options_waiting(
     tick: Callable[[], None] = lambda: None,
 ) -> actions.Options:
     """options(args), waiting up to `seconds` while `--layout auto` finds no layout yet (at
-    boot the network plugin writes its conf after us); _StoppedError when `stop` is set first.
+    boot the network plugin writes its conf after us); StoppedError when `stop` is set first.
     `tick` runs on each try (the liveness heartbeat: waiting is alive)."""
 
     def get() -> actions.Options:
         tick()
-        return options(args)
+        return node_options(args)
 
-    return _waiting(get, layouts.NoLayoutError, seconds, say, stop)
-
-
-def _heartbeat(args: argparse.Namespace, counts: watch.Counts) -> Callable[[], None]:
-    """The liveness heartbeat of `--live-file` (a no-op without it)."""
-    if not args.live_file:
-        return lambda: None
-    heart = live.Heartbeat(args.live_file)
-    return lambda: heart.beat(counts.unfixed, counts.metrics)
+    return waiting(get, layouts.NoLayoutError, seconds, say, stop)
 
 
 def _wait_for_conf(opts: actions.Options, seconds: float, say: actions.Say) -> None:
     """At boot the network plugin writes its conf after us: wait for it, bounded."""
-    _waiting(lambda: confdir.pick(opts.conf_dir, opts.conf_file), NoConfError, seconds, say)
+    waiting(lambda: confdir.pick(opts.conf_dir, opts.conf_file), NoConfError, seconds, say)
 
 
-def _waiting(
+def waiting(
     get: Callable[[], _T],
     missing: type[Exception],
     seconds: float,
@@ -464,7 +375,7 @@ def _waiting(
     stop: watch.Stop | None = None,
 ) -> _T:
     """get(), retried every 0.2 s while it raises `missing`, for up to `seconds` (saying so
-    once); _StoppedError when `stop` is set first."""
+    once); StoppedError when `stop` is set first."""
     deadline, said = time.monotonic() + seconds, False
     while True:
         try:
@@ -479,10 +390,11 @@ def _waiting(
         if stop is None:
             time.sleep(0.2)
         elif stop.wait(0.2):
-            raise _StoppedError
+            raise StoppedError
 
 
-def _stop_event() -> watch.SignalStop:
+def stop_event() -> watch.SignalStop:
+    """Set by SIGTERM or SIGINT (handlers installed from the main thread only)."""
     stop = watch.SignalStop()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -491,73 +403,6 @@ def _stop_event() -> watch.SignalStop:
 
 
 def _hold(say: actions.Say) -> None:
-    stop = _stop_event()  # first: a SIGTERM right after the line below must end the hold cleanly
+    stop = stop_event()  # first: a SIGTERM right after the line below must end the hold cleanly
     say("uninstalled; holding until stopped")
     stop.wait()
-
-
-def _watch(args: argparse.Namespace, say: actions.Say) -> None:
-    if args.dry_run:
-        raise UsageError("--watch and --dry-run do not go together")
-    if args.metrics is not None:
-        args.metrics.check(args)
-    stop = _stop_event()
-    counts = watch.Counts()
-    beat = _heartbeat(args, counts)
-    try:
-        opts = _options_waiting(args, math.inf, say, stop, beat)
-    except _StoppedError:
-        say("watch: stopped")
-        return
-    limits = watch.Limits(
-        interval=args.watch_interval,
-        settle=min(0.5, args.watch_interval),
-        max_repatches=args.max_repatches,
-        window=args.repatch_window,
-    )
-    say(
-        f"watching {opts.conf_dir} and {opts.bin_dir} "
-        f"(layout {opts.layout}, dirs from the {opts.source}, every {limits.interval:g} s)"
-    )
-    if args.assess is not None:
-        say(f"assess: {args.assess(args.root, opts.layout)}")
-    _start(opts, say)
-    metrics = None
-    if args.metrics is not None:
-        metrics = args.metrics.start(args, opts, _guard_log(args, opts), counts, say)
-    tasks = [*_tasks(args, opts, say), watch.Periodic(limits.interval, beat)]
-    try:
-        opts = watch.run(opts, limits, stop, say, tasks=tasks, counts=counts,
-                         resolve=_resolver(args, opts.layout))
-    finally:
-        if metrics is not None:
-            metrics.stop()
-    say("watch: stopped")
-    if args.uninstall_on_stop:
-        actions.uninstall(opts, io.StringIO(), say)
-
-
-def _start(opts: actions.Options, say: actions.Say) -> None:
-    """A new install: lift an uninstall record and put the bundle in; the loop wraps."""
-    with hostlock.held(opts.state_dir, opts.lock_timeout):
-        if record.clear_uninstalled(opts.state_dir):
-            say("a new install: lifted the uninstall record")
-        if opts.bundle_dir is not None:
-            actions.install_bundle(opts, say)
-
-
-def _guard_log(args: argparse.Namespace, opts: actions.Options) -> str:
-    """The guard's decision log as seen from here ('' when it is turned off)."""
-    if args.log_file == "":
-        return ""
-    return where.under(args.root, args.log_file or opts.log_file)
-
-
-def _tasks(
-    args: argparse.Namespace, opts: actions.Options, say: actions.Say
-) -> list[watch.Periodic]:
-    log = _guard_log(args, opts) if args.follow_log is None else args.follow_log
-    if not log:
-        return []
-    return [watch.Periodic(args.watch_interval, follow.Follower(log, say).poll)]
-

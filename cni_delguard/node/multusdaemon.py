@@ -17,23 +17,23 @@ import json
 import os
 
 from cni_delguard.guard import defaults
-from cni_delguard.node.options import absolute, located
+from cni_delguard.host.root import NodeRoot, absolute, as_root
 from cni_delguard.tooling import UsageError
 
 DAEMON_CONFIG = "multus.d/daemon-config.json"  # under the CNI conf dir
 _MAX_BYTES = 1 << 20
 
 
-def cni_dir(root: str, conf_dir: str) -> str | None:
+def cni_dir(root: NodeRoot | str, conf_dir: str) -> str | None:
     """The `cniDir` of multus thick's daemon config under the node's conf dir (as the node
     names it), or None when there is none, or it is not readable JSON naming an absolute path."""
-    path = located(root, os.path.join(conf_dir, DAEMON_CONFIG))
+    node = as_root(root)
     try:
-        with open(path, "rb") as f:
-            body = json.loads(f.read(_MAX_BYTES))
+        body = json.loads(node.read(node.resolve(os.path.join(conf_dir, DAEMON_CONFIG)),
+                                    _MAX_BYTES))
         value = body.get("cniDir") if isinstance(body, dict) else None
         return absolute(value) if isinstance(value, str) else None
-    except (OSError, ValueError, UsageError):
+    except (OSError, ValueError, RecursionError, UsageError):
         return None
 
 

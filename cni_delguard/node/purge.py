@@ -25,9 +25,9 @@ import shutil
 import stat
 
 from cni_delguard.cni import errors
+from cni_delguard.host.root import as_root
 from cni_delguard.node import bundle, hostlock, record
 from cni_delguard.node.errors import InstallerError
-from cni_delguard.node.options import under
 from cni_delguard.state import fsutil
 
 TYPE_CHECKING = False
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 def log_dir(opts: Options) -> str:
     """The log's dir on the node, under the root (the layout's logFile)."""
-    return under(opts.root, os.path.dirname(opts.log_file))
+    return as_root(opts.root).here(os.path.dirname(opts.log_file))
 
 
 def empty(opts: Options, say: Say) -> bool:

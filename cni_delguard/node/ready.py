@@ -25,7 +25,7 @@ import os
 from typing import NamedTuple
 
 from cni_delguard.guard import defaults
-from cni_delguard.node import actions, bundle, confdir, patch, record
+from cni_delguard.node import actions, bundle, confdir, patch, record, runs
 from cni_delguard.node.errors import InstallerError
 
 METRICS_NOT_SERVED = 16
@@ -55,7 +55,7 @@ def status(opts: actions.Options) -> Status:
     mode = mode if isinstance(mode, str) else ""
     if problem := bundle.check(opts.bin_dir):
         return Status(11, f"not ready: {problem}", mode)
-    if problem := bundle.runs(opts.bin_dir, opts.root):
+    if problem := runs.runs(opts.bin_dir, opts.root):
         return Status(12, f"not ready: {problem}", mode)
     return Status(0, f"ready: {path} is wrapped and {opts.bin_dir}/{bundle.LINK_NAME} runs", mode)
 

@@ -46,7 +46,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from cni_delguard.host.root import NodeRoot
 from cni_delguard.node import actions, bundle, confdir, record
+from cni_delguard.node import runs as plugin
 from cni_delguard.node.errors import InstallerError
 from cni_delguard.tooling import UsageError
 
@@ -169,7 +171,7 @@ class BundleProbe:
     """bundle.check, but only when bundle.signature changed or every `full_every` seconds. With
     `expected` (the image's manifest) every check compares against it, and the one every
     `full_every` seconds reads every file's sha256 (about 0.1 s a minute): a version dir changed
-    together with its manifest, or a byte changed in place, is found and repaired (issue 38)."""
+    together with its manifest, or a byte changed in place, is found and repaired."""
 
     def __init__(self, bin_dir: str, clock: Callable[[], float], full_every: float = 60.0,
                  expected: bundle.Entries | None = None) -> None:
@@ -192,7 +194,7 @@ class BundleProbe:
 
 
 class RunsProbe:
-    """bundle.runs (the plugin answers VERSION with the node's root as /, in the runtime's
+    """runs.runs (the plugin answers VERSION with the node's root as /, in the runtime's
     environment) once every `every` seconds, every `failing_every` while it fails, and at once
     when the bundle or the node's /etc/ld.so.preload changed: an exec of the plugin, about 30 ms,
     so not every poll. None, or why it does not run."""
@@ -210,12 +212,12 @@ class RunsProbe:
         self.fresh = sig != self.seen or now - self.checked >= wait
         if self.fresh:
             self.seen, self.checked = sig, now
-            self.last = bundle.runs(self.opts.bin_dir, self.opts.root) or ""
+            self.last = plugin.runs(self.opts.bin_dir, self.opts.root) or ""
         return self.last or None
 
     def _signature(self) -> tuple[object, ...]:
         try:
-            st = os.stat(os.path.join(self.opts.root, "etc/ld.so.preload"))
+            st = os.stat(NodeRoot(self.opts.root).here("/etc/ld.so.preload"))
             preload: tuple[object, ...] = (st.st_ino, st.st_mtime_ns, st.st_size)
         except OSError:
             preload = ()

@@ -21,7 +21,6 @@ read no-follow and bounded (fsutil.read_regular).
 from __future__ import annotations
 
 import argparse
-import errno
 import gzip
 import io
 import json
@@ -33,7 +32,9 @@ import time
 
 from cni_delguard import buildinfo
 from cni_delguard.cni import errors
-from cni_delguard.node import confdir, layouts, options
+from cni_delguard.host import layouts
+from cni_delguard.host.root import NodeRoot
+from cni_delguard.node import confdir, options
 from cni_delguard.ops import redact
 from cni_delguard.ops.logread import parse
 from cni_delguard.ops.text import clean
@@ -106,32 +107,16 @@ class Under:
     link; `problems` collects what could not be read (path -> why)."""
 
     def __init__(self, root: str) -> None:
-        self.root = os.path.abspath(root)
+        self.node = NodeRoot(root)
+        self.root = self.node.path
         self.problems: dict[str, str] = {}
 
-    def parts(self, path: str) -> list[str]:
-        rel = os.path.relpath(os.path.normpath(path), self.root)
-        if rel == ".":
-            return []
-        if rel.startswith(".."):
-            raise UsageError(f"{path} is not under --root {self.root}")
-        return rel.split("/")
-
     def open_dir(self, path: str) -> int:
-        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            for part in self.parts(path):
-                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                              dir_fd=fd)
-                os.close(fd)
-                fd = nxt
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise fsutil.UnsafeFileError(exc.errno, "a symlink or not a directory on the "
-                                             "way", path) from None
-            raise
-        return fd
+        """A descriptor of the dir `path` (seen from here), through the host floor's walk."""
+        node_path = self.node.on_node(path)
+        if node_path is None:
+            raise UsageError(f"{path} is not under --root {self.root}")
+        return self.node.open_dir(node_path)
 
     def read(self, path: str, limit: int) -> bytes | None:
         """A regular file's bytes (at most `limit`), or None with the reason kept."""
@@ -330,9 +315,10 @@ def _paths(args: argparse.Namespace, doctor: Any) -> dict[str, str]:
             row = layouts.choose(args.root, args.layout, ("conf_dir", "state_dir", "log_file"))
         except (layouts.NoLayoutError, UsageError):
             row = layouts.STANDARD
-        paths = {"confDir": options.located(args.root, row.conf_dir),
-                 "stateDir": options.under(args.root, row.state_dir),
-                 "logFile": options.under(args.root, row.log_file)}
+        node = NodeRoot(args.root)
+        paths = {"confDir": node.located(row.conf_dir),
+                 "stateDir": node.here(row.state_dir),
+                 "logFile": node.here(row.log_file)}
     return {k: v or "" for k, v in paths.items()}
 
 

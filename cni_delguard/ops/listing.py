@@ -4,7 +4,8 @@ age, pod), as a table or JSON."""
 from __future__ import annotations
 
 from cni_delguard.cni import errors
-from cni_delguard.node import layouts, options
+from cni_delguard.host import layouts
+from cni_delguard.node import options
 from cni_delguard.ops import scan
 from cni_delguard.ops.text import age, as_json, clean
 from cni_delguard.tooling import UsageError

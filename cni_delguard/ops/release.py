@@ -17,7 +17,8 @@ import os
 import time
 
 from cni_delguard.cni import errors, skel
-from cni_delguard.node import layouts, options
+from cni_delguard.host import layouts
+from cni_delguard.node import options
 from cni_delguard.ops.text import clean
 from cni_delguard.state import store
 from cni_delguard.state.locking import AttachmentLock

@@ -35,7 +35,7 @@ class Marker:
         return None if self.time is None else max(0.0, now - self.time)
 
     def pod_name(self) -> str:
-        """`namespace/name` when the marker names its pod (issue 14's "pod" field)."""
+        """`namespace/name` when the marker names its pod (its "pod" field)."""
         ns, name = self.pod.get("namespace"), self.pod.get("name")
         return f"{ns}/{name}" if ns and name else ""
 

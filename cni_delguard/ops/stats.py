@@ -16,7 +16,8 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from cni_delguard.guard import decide, defaults
-from cni_delguard.node import layouts, options
+from cni_delguard.host import layouts
+from cni_delguard.node import options
 from cni_delguard.ops import logread
 from cni_delguard.ops.logread import LogError, LogReader
 from cni_delguard.ops.text import as_json, clean
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
     Textfile = Callable[[str, str, str], None]
 
 # DEL decisions answered without the delegate's success: skipped (not called), or forwarded with
-# failures ignored; `released` is an operator's release valve (issue 14), counted the same way.
+# failures ignored; `released` is an operator's release valve (ops/release.py), counted the same
+# way.
 UNBLOCKED = ("skip", "forward-lenient", "released")
 _TS = "%Y-%m-%dT%H:%M:%SZ"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

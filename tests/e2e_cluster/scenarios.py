@@ -61,7 +61,7 @@ class Evidence:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     def record(self, scenario: str) -> None:
-        row = matrix.Row(runtime="containerd", version=self.version, delegate=DELEGATE,
+        row = matrix.Row(runtime="containerd", version=self.version, chain=DELEGATE,
                          scenario=scenario, guard=self.guard, outcome=self.outcome,
                          seconds=self.seconds, driver="cluster")
         matrix.record(row)

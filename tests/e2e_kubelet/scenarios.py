@@ -68,7 +68,7 @@ class Evidence:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     def record(self, scenario: str, guard: bool, outcome: str, seconds: float) -> None:
-        row = matrix.Row(runtime="containerd", version=self.version, delegate=DELEGATE,
+        row = matrix.Row(runtime="containerd", version=self.version, chain=DELEGATE,
                          scenario=scenario, guard=guard, outcome=outcome, seconds=seconds,
                          driver="kubelet")
         matrix.record(row)

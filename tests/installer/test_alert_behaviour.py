@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cni_delguard.monitoring import rules
+from delguard_build import rules
 
 from .test_monitoring import COMPONENT, tool
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cni_delguard.monitoring import rules
+from delguard_build import rules
 from tests.support.alertmanager import api, running
 from tests.support.waiting import wait_for
 

@@ -5,7 +5,7 @@ bad values with a message that names them.
 One source of truth: for every overlay there is a values file, ci/<overlay>-values.yaml, and the
 chart rendered with it must hold the same objects as `kubectl kustomize` of the overlay, field by
 field, once the labels only Helm adds and the order of named lists are normalized away
-(tests/support/objdiff.py). The paths come to the chart from node/layouts.py and the monitoring
+(tests/support/objdiff.py). The paths come to the chart from host/layouts.py and the monitoring
 and OpenShift objects from the kustomize files themselves, through tools/generate-chart.py; a
 test here fails when what it wrote is not current.
 """
@@ -28,8 +28,9 @@ import yaml
 
 from cni_delguard import __version__
 from cni_delguard.cli import build_parser
-from cni_delguard.monitoring import endpoint, rules
-from cni_delguard.node import layouts
+from cni_delguard.host import layouts
+from cni_delguard.monitoring import endpoint
+from delguard_build import rules
 from tests.support.helm import CHART, by_kind
 from tests.support.kustomize import KUSTOMIZE, render_all, render_dir
 from tests.support.objdiff import HELM_LABELS, diff, diff_objects, key
@@ -123,7 +124,7 @@ def monitoring_overlay(tmp_path: Path, **settings: str) -> list[dict]:
 def test_the_chart_renders_the_overlays_rules_for_the_same_settings(helm, tmp_path, settings,
                                                                    values):
     """The rules' template has two renderers, the chart's (Helm's templates) and the overlays'
-    (cni_delguard/monitoring/rules.py): for the same settings, the same objects."""
+    (delguard_build/rules.py): for the same settings, the same objects."""
     chart = helm.render(*values, values=values_file("monitoring"))
     assert diff_objects(monitoring_overlay(tmp_path, **settings), chart) == []
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cni_delguard.guard.config import validate_plugin_conf
-from cni_delguard.node.layouts import BY_NAME
+from cni_delguard.host.layouts import BY_NAME
 from cni_delguard.node.patch import guard_plugins
 
 from .conftest import run

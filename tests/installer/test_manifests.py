@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from cni_delguard.cli import build_parser
-from cni_delguard.node import errors, layouts
+from cni_delguard.host import layouts
+from cni_delguard.node import errors
 from tests.support.kustomize import KUSTOMIZE, render, render_all
 
 REPO = Path(__file__).resolve().parents[2]

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from cni_delguard.node import bundle
-from cni_delguard.node.layouts import BY_NAME
+from cni_delguard.host.layouts import BY_NAME
+from cni_delguard.node import bundle, runs
 from tests.support import guard
 from tests.support.installerproc import WatchProc, command, installer
 from tests.support.waiting import wait_for
@@ -87,7 +87,7 @@ def guarded(node, path: Path) -> bool:
     conf = conf_of(path)
     if not conf or "cni-delguard" not in json.dumps(conf):
         return False
-    return bundle.check(str(node.bin)) is None and bundle.runs(str(node.bin)) is None
+    return bundle.check(str(node.bin)) is None and runs.runs(str(node.bin)) is None
 
 
 def multus_writes(path: Path, text: str) -> None:
@@ -236,7 +236,7 @@ def test_two_installers_at_once_as_pid_1_in_their_own_pid_namespaces(node, tmp_p
     assert len(versions) == 1, versions
     assert not [n for n in os.listdir(node.bin) if n.endswith(".tmp")]
     assert bundle.check(str(node.bin), deep=True) is None
-    assert bundle.runs(str(node.bin)) is None
+    assert runs.runs(str(node.bin)) is None
     assert guarded(node, node.net / "00-multus.conf")
     assert sum("wrapped 'multus'" in err for _, err in results) == 1  # once, not twice
 

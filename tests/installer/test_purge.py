@@ -32,7 +32,7 @@ def _installed(node, bundles):
 
 def _opts(node):
     args = node_cli.build_parser(None, None).parse_args(["uninstall", *node.args()])
-    return node_cli.options(args)
+    return node_cli.node_options(args)
 
 
 def test_purge_empties_the_dirs_and_keeps_what_the_hold_reads(node, bundles):

@@ -56,7 +56,7 @@ def test_the_probe_takes_no_environment_from_the_nodes_proc(node) -> None:
     no process's environment is read from the node's /proc, whatever its name. Here the node's
     /proc is a stand-in holding a process named containerd with LD_PRELOAD and LD_DEBUG in its
     environ (the real-process version is tests/installer/test_frozen.py's impostor test)."""
-    from cni_delguard.node import bundle
+    from cni_delguard.node import runs
     from tests.support.noderoot import shell_plugin
 
     containerd = node.root / "proc" / "4242"
@@ -65,7 +65,7 @@ def test_the_probe_takes_no_environment_from_the_nodes_proc(node) -> None:
     (containerd / "environ").write_bytes(b"LD_PRELOAD=/lib/libedr.so\0LD_DEBUG=help\0PATH=/bin\0")
     (node.root / "tmp").mkdir()
     plugin = shell_plugin(node.bin / "probe-me", ENV_ON_VERSION)
-    versions, why = bundle.answers_version(str(plugin), str(node.root))
+    versions, why = runs.answers_version(str(plugin), str(node.root))
     assert versions == ["1.0.0"], why
     seen = dict(line.split("=", 1) for line in (node.root / "tmp/probe.env").read_text().split("\n")
                 if "=" in line)

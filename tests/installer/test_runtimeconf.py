@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cni_delguard.node import layouts, runtimeconf
-from cni_delguard.node.runtimeconf import ConfigError, containerd_dirs, crio_dirs
+from cni_delguard.host import layouts, runtimeconf
+from cni_delguard.host.runtimeconf import ConfigError, containerd_dirs, crio_dirs
 
 DEFAULTS = ("/etc/cni/net.d", "/opt/cni/bin")
 

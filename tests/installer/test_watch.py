@@ -136,8 +136,7 @@ def watch_until_wrapped(node, bundles, tmp_path, *python: str) -> str:
 
 
 def test_watch_command_stops_cleanly_on_sigterm(node, bundles, tmp_path):
-    code = "import sys; from cni_delguard.node.cli import main; sys.exit(main(sys.argv[1:]))"
-    log = watch_until_wrapped(node, bundles, tmp_path, "-c", code)
+    log = watch_until_wrapped(node, bundles, tmp_path, "-c", TOP_LEVEL)
     assert "watch: stopped" in log  # the long-running mode logs to stdout
     assert (node.bin / "cni-delguard").exists()
 
@@ -250,20 +249,22 @@ def test_the_watcher_refreshes_the_metrics_file_from_the_guards_log_and_markers(
 
 
 def _top_level(argv):
-    """`cni-delguard install ...` through cni_delguard.cli, which connects the monitoring
-    package (node.cli's own main has no metrics options)."""
+    """`cni-delguard install ...` through cni_delguard.cli, whose `install` has the watcher's
+    long-running options (node.cli's own main has none)."""
     from cni_delguard.cli import tool_main
 
     out, err = io.StringIO(), io.StringIO()
     return tool_main(argv, out, err), err.getvalue()
 
 
-def test_metrics_file_without_a_connected_writer_is_a_usage_error(node, bundles):
+def test_node_clis_own_install_is_one_shot(node, bundles):
+    """node/ has no long-running mode of its own: the watcher is assembled above it, with its
+    metrics (cni_delguard/watcher.py), and node.cli's main knows neither flag."""
     node.write_conf("00-multus.conf", MULTUS_CONF)
-    args = node.args("--bundle-dir", str(bundles["v1"]), "--watch", "--metrics-file", "/m")
-    r = run(["install", *args])
-    assert r.code == 2
-    assert "unrecognized arguments: --metrics-file" in r.err
+    for flag in ("--watch", "--metrics-file"):
+        r = run(["install", *node.args("--bundle-dir", str(bundles["v1"]), flag, "/m")])
+        assert r.code == 2
+        assert f"unrecognized arguments: {flag}" in r.err
 
 
 def test_a_metrics_interval_that_is_not_a_positive_number_is_a_usage_error(node, bundles):

@@ -26,7 +26,7 @@ import yaml
 
 from cni_delguard import __version__
 from cni_delguard.monitoring import series
-from cni_delguard.monitoring.rules import Settings, render
+from delguard_build.rules import Settings, render
 from tests.support import guard
 from tests.support.fakes import install_fake
 from tests.support.guard import HOST_ARCH

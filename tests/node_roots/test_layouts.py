@@ -1,4 +1,4 @@
-"""The installer and the operator tools on a node root of each layout (node/layouts.py), with no
+"""The installer and the operator tools on a node root of each layout (host/layouts.py), with no
 path flag: `--layout auto` has to find the layout from what the distribution leaves on its nodes.
 
 Each root (with /proc mounted, as every node has it) holds what that distribution has where the
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from cni_delguard.node.layouts import BY_NAME, Layout
+from cni_delguard.host.layouts import BY_NAME, Layout
 from tests.support import guard
 from tests.support.noderoot import needs_root, proc_mounted
 from tests.support.records import fake_calls, guard_log

@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from cni_delguard.node.layouts import BY_NAME
+from cni_delguard.host.layouts import BY_NAME
 from tests.support import guard, runbooks
 from tests.support.noderoot import BUSYBOX
 

@@ -1,5 +1,5 @@
-"""Node roots for `cni-delguard assess`: a conf dir holding one kind of chain, the multus it
-names, and the node's runtime.
+"""Node roots for `cni-delguard assess`: a conf dir holding one kind of chain and the multus
+binary it names.
 
 The confs are written as their writers write them: kube-ovn's conflist as kube-ovn does
 (10-kube-ovn.conflist: kube-ovn with its `server_socket`, then portmap; Cozystack's cniVersion
@@ -9,17 +9,15 @@ multus thick's as its daemon writes it in auto mode (pkg/server/config: the gene
 type multus-shim, `clusterNetwork` the conflist's path as the daemon sees it, /host/etc/cni/
 net.d/..., since its DaemonSet mounts the host's conf dir there), with the daemon's config under
 the conf dir (`multusConfigFile: auto`). `wrapped` puts the guard in front with the installer's
-own patch.wrap. The multus binaries are the real v4.3.0 of peers/pins.tsv (static: they run in
-any root); the runtime is the real binary of a runtime row (`binary_with_libraries`: the binary
-and the shared objects `ldd` names, so it runs chrooted into a root that has no C library of
-its own) or, in-process, whatever socket the caller serves.
+own patch.wrap. The multus binaries, where a test puts them, are the real v4.3.0 of
+peers/pins.tsv: assess must find the chain with them there and run none of them. The runtime is
+the caller's part (`--runtime`, or a dpkg status file under the root).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +46,7 @@ class Chain:
     name: str  # the test id
     kind: str  # chains.KINDS' name assess must find
     multus: str | None  # the multus binary the conf runs ("multus", "multus-shim")
-    delegates: tuple[str, ...]  # the plugin types assess must find behind multus (or the conf)
+    plugins: tuple[str, ...]  # the plugin types assess must find behind multus (or the conf)
 
     def files(self) -> dict[str, dict[str, Any]]:
         """The conf dir's files (name -> JSON), the conf the runtime uses first by name."""
@@ -75,8 +73,8 @@ CHAINS = (
     Chain("thick-auto", "multus-thick-path", "multus-shim", ("kube-ovn", "portmap")),
     Chain("plain", "plain", None, ("kube-ovn", "portmap")),
 )
-# A kind the matrix never ran: assess must say unmeasured.
-THIN_NAME = Chain("thin-name", "multus-thin-name", "multus", ("kube-ovn", "portmap"))
+# A kind the matrix never ran: assess must say unmeasured (a network's name is not looked up).
+THIN_NAME = Chain("thin-name", "multus-thin-name", "multus", ())
 BY_NAME = {c.name: c for c in (*CHAINS, THIN_NAME)}
 
 
@@ -100,21 +98,3 @@ def write(root: Path, chain: Chain, wrapped: bool, multus_bin: Path | None = Non
         shutil.copy2(multus_bin, bin_dir / chain.multus)
     assert first is not None
     return first
-
-
-def binary_with_libraries(source: Path, root: Path, inside: str) -> Path:
-    """`source` copied to `inside` under `root` with the shared objects it loads (`ldd`), at
-    their own paths, so that it runs chrooted there; a static binary needs none."""
-    target = root / inside.lstrip("/")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(source, target)
-    out = subprocess.run(["ldd", str(source)], capture_output=True, text=True, check=False,
-                         timeout=60).stdout
-    for line in out.splitlines():
-        words = line.split()
-        lib = words[2] if "=>" in words and len(words) > 2 else words[0] if words else ""
-        if lib.startswith("/"):
-            dest = root / lib.lstrip("/")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(Path(lib).resolve(), dest)
-    return target

@@ -1,12 +1,12 @@
 """The run's matrix: the e2e suites record what each runtime did in each scenario.
 
-Every end-to-end scenario records one row when it ends (cni_delguard/ops/assess/matrix.py: the
+Every end-to-end scenario records one row when it ends (delguard_build/matrix.py: the
 row, its closed vocabularies, the file's shape). Rows go into .cache/e2e/matrix.json
 (DELGUARD_E2E_CACHE moves the dir), one per key, a later run's row replacing an earlier one's,
 under the commit of this checkout (`git rev-parse HEAD`, "+dirty" when `git status` shows any
 change) and the UTC date. Rows recorded under another commit are kept and the file then says
 both commits ("A + B"): `tools/render-matrix.py --write`, which makes such a run the file of
-record (cni_delguard/ops/assess/matrix.json) that README and docs/compatibility.md render,
+record (delguard_build/matrix.json) that README and docs/compatibility.md render,
 refuses a file of several commits (tools/test.sh starts every run from an empty matrix).
 """
 
@@ -22,8 +22,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from cni_delguard.ops.assess.matrix import (  # noqa: F401 - the suites' vocabulary, from here
-    DELEGATES,
+from delguard_build.matrix import (  # noqa: F401 - the suites' vocabulary, from here
+    CHAINS,
     DRIVERS,
     OUTCOMES,
     REPORTED_SCENARIOS,

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from cni_delguard.ops.assess import chains, matrix
+from cni_delguard.ops.assess import chains
+from delguard_build import chains as measured
+from delguard_build import matrix
 
 KUBE_OVN = {"cniVersion": "0.3.1", "name": "kube-ovn",
             "plugins": [{"type": "kube-ovn", "server_socket": "/run/openvswitch/kube-ovn.sock"}]}
@@ -45,7 +47,7 @@ def test_form_of(conf: dict[str, object], expected: tuple[str | None, str | None
         pytest.param(chains.Behind("multus-shim", chains.INLINE), "multus-thick-other",
                      id="thick-inline"),
         pytest.param(chains.Behind("kube-ovn"), "plain", id="kube-ovn-alone"),
-        pytest.param(chains.Behind("bridge", delegates=("bridge", "portmap")), "plain",
+        pytest.param(chains.Behind("bridge", plugins=("bridge", "portmap")), "plain",
                      id="bridge"),
     ],
 )
@@ -59,8 +61,8 @@ def test_no_plugin_is_no_kind() -> None:
 
 
 def test_every_kind_names_only_measured_chains_and_each_measured_chain_is_a_matrix_one() -> None:
-    assert set(chains.MEASURED) == set(matrix.DELEGATES)
+    assert set(measured.CHAINS) == set(matrix.CHAINS)
     for kind in chains.KINDS:
-        assert set(kind.delegates) <= set(chains.MEASURED), kind.name
+        assert set(kind.chains) <= set(measured.CHAINS), kind.name
     # every chain the matrix runs stands for some kind a node can be
-    assert {d for k in chains.KINDS for d in k.delegates} == set(matrix.DELEGATES)
+    assert {d for k in chains.KINDS for d in k.chains} == set(matrix.CHAINS)

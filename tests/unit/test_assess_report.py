@@ -1,5 +1,6 @@
-"""cni_delguard/ops/assess/report.py: a node's facts and a matrix -> measured or unmeasured,
-what the text, the JSON and the one-line summary say (pure: made-up facts, made-up rows)."""
+"""cni_delguard/ops/assess/report.py: a node's facts and the shipped verdicts -> measured or
+unmeasured, what the text, the JSON and the one-line summary say (pure: made-up facts, verdicts
+built by delguard_build/verdicts.py from made-up rows, as the shipped file is built)."""
 
 from __future__ import annotations
 
@@ -11,27 +12,34 @@ from pathlib import Path
 import pytest
 
 from cni_delguard import cli
-from cni_delguard.ops.assess import chains, matrix, report
-from cni_delguard.ops.assess.facts import Found, Runtime
+from cni_delguard.ops.assess import chains, report, verdicts
+from cni_delguard.ops.assess.report import Found, Runtime
+from delguard_build import matrix
+from delguard_build import verdicts as build
 
 THICK = chains.Behind("multus-shim", chains.PATH, "/host/etc/cni/net.d/10-kube-ovn.conflist",
                       "auto", "v4.3.0", ("kube-ovn", "portmap"))
 
 
-def rows(delegate: str, version: str, *cases: tuple[str, str, str]) -> list[matrix.Row]:
-    return [matrix.Row("containerd", version, delegate, scenario, guard, outcome, 1.0,
+def rows(chain: str, version: str, *cases: tuple[str, str, str]) -> list[matrix.Row]:
+    return [matrix.Row("containerd", version, chain, scenario, guard, outcome, 1.0,
                        kept=(1 if guard and scenario == "double-del" else 0) if guard else None)
             for scenario, without, with_guard in cases
             for guard, outcome in ((False, without), (True, with_guard))]
 
 
-MATRIX = matrix.Matrix("f" * 40, "2026-05-06", (
+def shipped(m: matrix.Matrix) -> verdicts.Shipped:
+    """The verdicts of `m` as this build would ship them (written, read back)."""
+    return verdicts.parse(json.loads(build.dumps(m)))
+
+
+MATRIX = shipped(matrix.Matrix("f" * 40, "2026-05-06", (
     *rows("multus-thick", "v2.1.6", ("double-del", "removed", "removed"),
           ("reboot", "removed", "removed")),
     *rows("multus-thick-auto-v4.2.3", "v2.1.6", ("double-del", "removed", "removed")),
     *rows("fake-stateful", "1.6.20~ds1", ("double-del", "stuck", "removed"),
           ("completed-del-fails", "stuck", "stuck")),
-))
+)))
 
 
 def found(runtime: Runtime | None, behind: chains.Behind) -> Found:
@@ -68,7 +76,7 @@ def found(runtime: Runtime | None, behind: chains.Behind) -> Found:
 def test_assessment(runtime: Runtime | None, behind: chains.Behind, status: str, exact: bool,
                     said: str) -> None:
     a = report.assessment(found(runtime, behind), MATRIX)
-    assert a.status == status
+    assert ("measured" if a.measured else "unmeasured") == status
     assert [x.exact for x in a.measured][:1] == ([exact] if status == "measured" else [])
     assert said in report.summary(a)
     assert "(matrix ffffffffffff of 2026-05-06)" in report.summary(a)
@@ -77,7 +85,7 @@ def test_assessment(runtime: Runtime | None, behind: chains.Behind, status: str,
 def test_the_summary_speaks_of_the_chain_of_the_nodes_multus_version() -> None:
     behind = chains.Behind(**{**THICK.__dict__, "multus_version": "v4.2.3"})
     a = report.assessment(found(Runtime("containerd", "v2.1.6", "CRI"), behind), MATRIX)
-    assert [x.chain.delegate for x in a.measured] == ["multus-thick", "multus-thick-auto-v4.2.3"]
+    assert [x.chain.name for x in a.measured] == ["multus-thick", "multus-thick-auto-v4.2.3"]
     assert a.unmeasured == ("multus-thick-auto",)
     assert "[multus-thick-auto-v4.2.3, this version]" in report.summary(a)
 
@@ -85,17 +93,17 @@ def test_the_summary_speaks_of_the_chain_of_the_nodes_multus_version() -> None:
 def test_the_text_names_the_release_valve_only_when_something_stays_stuck() -> None:
     plain = report.assessment(found(Runtime("containerd", "1.6.20~ds1", "CRI"),
                                     chains.Behind("bridge")), MATRIX)
-    text = "\n".join(report.text(plain, "/", "standard", "/etc/cni/net.d"))
+    text = "\n".join(report.text(plain))
     assert "not freed by the guard: `cni-delguard release`" in text
     assert "docs/runbooks.md" in text
     assert "a stand-in: whether bridge fails a DEL once it holds no state was not measured" in text
     thick = report.assessment(found(Runtime("containerd", "v2.1.6", "CRI"), THICK), MATRIX)
-    assert "not freed by the guard" not in "\n".join(report.text(thick, "/", "s", "/x"))
+    assert "not freed by the guard" not in "\n".join(report.text(thick))
 
 
 def test_the_json_says_each_run_of_each_scenario() -> None:
     a = report.assessment(found(Runtime("containerd", "v2.1.6", "CRI"), THICK), MATRIX)
-    doc = report.as_json(a, "/", "standard", "/etc/cni/net.d", "/opt/cni/bin")
+    doc = report.as_json(a)
     json.dumps(doc, allow_nan=False)
     (thick,) = [m for m in doc["measured"] if m["chain"] == "multus-thick"]
     assert thick["keptFromDelegate"] == ["double-del"]
@@ -128,9 +136,9 @@ def test_a_node_with_nothing_is_exit_0(tmp_path: Path, output: str) -> None:
 
 
 def test_the_summary_says_the_release_valve_was_measured_when_it_was() -> None:
-    m = matrix.Matrix("f" * 40, "2026-05-06", tuple(rows(
+    m = shipped(matrix.Matrix("f" * 40, "2026-05-06", tuple(rows(
         "fake-stateful", "v2.1.6", ("completed-del-fails", "stuck", "stuck"),
-        ("release", "stuck", "released"))))
+        ("release", "stuck", "released")))))
     a = report.assessment(found(Runtime("containerd", "v2.1.6", "CRI"), chains.Behind("bridge")),
                           m)
     assert ("stuck with it too: completed-del-fails (`cni-delguard release` frees such a "

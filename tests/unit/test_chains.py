@@ -1,6 +1,6 @@
 """The chains implement tests/support/chains.Chain (mypy does not read tests/, so this
 does): every member the protocol declares, with the protocol's parameters, and the matrix's
-delegate names; where multus thick's daemon puts its socket, and what counts as it being ready."""
+chain names; where multus thick's daemon puts its socket, and what counts as it being ready."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cni_delguard.ops.assess import chains as measured
-from cni_delguard.ops.assess import render
+from delguard_build import chains as measured
 from tests.support import chains, matrix, multus
 from tests.support.multus import MultusThick, MultusThin, Thin
 from tests.support.stateful_chain import FakeStateful
@@ -27,7 +26,7 @@ def test_chain_protocol(cls: type) -> None:
         want = list(inspect.signature(getattr(chains.Chain, name)).parameters)
         have = list(inspect.signature(getattr(cls, name)).parameters)
         assert have == want, f"{cls.__name__}.{name}{have} is not Chain.{name}{want}"
-    assert cls().delegate in matrix.DELEGATES
+    assert cls().delegate in matrix.CHAINS
 
 
 def test_thin_forms_have_their_own_names() -> None:
@@ -41,8 +40,8 @@ def test_matrix_chains_are_in_the_matrix_vocabulary() -> None:
 
     # every chain the suites run is in the vocabulary, which may hold more: the names of chains
     # whose rows other runs bring (a page renders them only when they are there)
-    assert set(matrix_chains.CHAINS) == set(matrix_chains.RUNS) <= set(matrix.DELEGATES)
-    assert set(render.DELEGATE_NAMES) == set(measured.MEASURED) == set(matrix.DELEGATES)
+    assert set(matrix_chains.CHAINS) == set(matrix_chains.RUNS) <= set(matrix.CHAINS)
+    assert set(measured.CHAINS) == set(matrix.CHAINS)
     for chain, scenario in matrix_chains.cases():
         assert scenario in matrix.SCENARIOS, (chain, scenario)
     assert [s for c, s in matrix_chains.cases() if c == "fake-stateful"] == [

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cni_delguard import cli
+from cni_delguard.host import dirs, layouts
 from cni_delguard.ops import doctor
 from tests.support.fakes import install_fake
 from tests.support.noderoot import VERSION_ANSWER, shell_plugin, with_shell
@@ -308,7 +309,7 @@ def test_the_confs_paths_are_read_as_the_guard_reads_them(tmp_path):
     conf |= {"stateDir": "/../srv/x/../dg", "resultCacheDirs": ["/../srv/libcni", "rel"],
              "logFile": "/var/log/\u0000x"}
     (node.conf_dir / "00-multus.conf").write_text(json.dumps(conf))
-    found = doctor.discover(str(node.root), "/etc/cni/net.d", "/opt/cni/bin")
+    found = doctor.discover(dirs.of_layout(str(node.root), layouts.STANDARD))
     assert found.state_dir == str(node.root / "srv/dg")
     assert found.node_state_dir == "/srv/dg"
     assert found.result_dirs == (str(node.root / "srv/libcni"),)

@@ -144,7 +144,11 @@ def child() -> dict:
 
 def test_the_json_package_is_never_imported(child):
     assert not set(JSON_MODULES) & set(child["loaded"]), child["loaded"]
+    # `from __future__ import annotations` imports the (tiny) __future__ module at run time; it is
+    # in the list unless something at start-up loaded it first (an editable install's finder
+    # does), so it is allowed either way.
     assert set(child["loaded"]) <= {
+        "__future__",
         "_json",
         "cni_delguard",
         "cni_delguard.cni",

@@ -28,11 +28,13 @@ FLOORS = {
     "invoke": 1,  # the delegate's process: find, spawn, watch, reap
     "guard": 2,  # config, evidence, the pure DEL decision, the decision log
     "commands": 3,  # ADD, DEL, CHECK, GC, STATUS, VERSION and their dispatch table
-    "node": 3,  # install / uninstall / watch: the bundle and the conf on a node
-    "ops": 4,  # the operator's tools that read what the guard and the installer left
-    "monitoring": 5,  # the series, their values, the watcher's exporter and its endpoint
-    "cli": 6,  # the process boundary
-    "__main__": 7,  # `python -m cni_delguard`: runs cli
+    "host": 3,  # the node's filesystem through --root: paths, reads, programs, layouts, dirs
+    "node": 4,  # install / uninstall / watch: the bundle and the conf on a node
+    "ops": 5,  # the operator's tools that read what the guard and the installer left
+    "monitoring": 6,  # the series, their values, the watcher's exporter and its endpoint
+    "watcher": 7,  # `install --watch`: the watch loop, assess's summary and the metrics, together
+    "cli": 8,  # the process boundary
+    "__main__": 9,  # `python -m cni_delguard`: runs cli
 }
 # The decision core is pure: it may read the marker vocabulary and nothing else of ours.
 PURE = {"cni_delguard.guard.decide": {"cni_delguard.state.marker"}}
@@ -196,4 +198,54 @@ def test_docstring_examples():
     import sys
 
     result = doctest.testmod(sys.modules[__name__])
-    assert result.failed == 0 and result.attempted == 2
+    assert result.failed == 0 and result.attempted == 6
+
+
+# The node's `--root` is reached through the host floor only (cni_delguard/host/root.py's
+# NodeRoot): a module elsewhere that joins a root with a path itself is a second place for the
+# rules (normalise first, never leave the root) to be got wrong.
+ROOT_NAMES = {"root", "node_root"}
+
+
+def _is_root(node: ast.AST) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in ROOT_NAMES
+    if isinstance(node, ast.Attribute):
+        return node.attr in ROOT_NAMES
+    return False
+
+
+def root_joins(source: str) -> list[int]:
+    """The lines that join a root with a path without the host floor: os.path.join(root, ...),
+    os.path.relpath(..., root), f"{root}/...", root + "/...".
+
+    >>> root_joins('import os\\nos.path.join(args.root, "etc")\\n')
+    [2]
+    >>> root_joins('x = f"{root}/proc/{pid}"\\ny = f"{name}/x"\\n')
+    [1]
+    >>> root_joins('p = opts.root + "/etc"\\n')
+    [1]
+    >>> root_joins('NodeRoot(args.root).here("/etc")\\n')
+    []
+    """
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            func = node.func
+            if (func.attr in ("join", "relpath") and isinstance(func.value, ast.Attribute)
+                    and func.value.attr == "path" and any(_is_root(a) for a in node.args)):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _is_root(node.left):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.JoinedStr) and node.values:
+            first = node.values[0]
+            if isinstance(first, ast.FormattedValue) and _is_root(first.value):
+                lines.append(node.lineno)
+    return sorted(lines)
+
+
+@pytest.mark.parametrize(("module", "path"), modules(), ids=[m for m, _ in modules()])
+def test_no_module_joins_the_root_but_the_host_floor(module, path):
+    if floor_of(module)[0] == "host":
+        return
+    assert root_joins(path.read_text()) == []

@@ -1,6 +1,7 @@
-"""node/layouts.py: the layout table, `auto` on a node root, and `located` (options.py), the root
-join that follows the node's own symlinks. Node roots here are plain temp dirs with the files a
-distribution leaves (no plugin runs); tests/node_roots runs the installer on them."""
+"""host/layouts.py: the layout table and `auto` on a node root (the node's own links followed
+inside it: NodeRoot.located, tested in test_host_root.py). Node roots here are plain temp dirs
+with the files a distribution leaves (no plugin runs); tests/node_roots runs the installer on
+them."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from cni_delguard.guard import defaults
-from cni_delguard.node import layouts, options
-from cni_delguard.node.layouts import BY_NAME, LAYOUTS, Layout, NoLayoutError, choose
+from cni_delguard.host import layouts
+from cni_delguard.host.layouts import BY_NAME, LAYOUTS, Layout, NoLayoutError, choose
+from cni_delguard.host.root import NodeRoot
 from cni_delguard.tooling import UsageError
 
 CONF = '{"cniVersion": "1.0.0", "name": "n", "type": "bridge"}\n'
@@ -168,43 +170,9 @@ def test_k3s_bin_dir_is_data_cni_when_there_else_the_running_releases(tmp_path):
     # k3s links data/current to the running release by its absolute host path
     (tmp_path / "var/lib/rancher/k3s/data/current").symlink_to("/var/lib/rancher/k3s/data/0123abcd")
     assert layouts.bin_dir(k3s, str(tmp_path)) == "/var/lib/rancher/k3s/data/current/bin"
-    assert options.located(str(tmp_path), layouts.bin_dir(k3s, str(tmp_path))) == str(release)
+    assert NodeRoot(str(tmp_path)).located(layouts.bin_dir(k3s, str(tmp_path))) == str(release)
     plant(tmp_path, "/var/lib/rancher/k3s/data/cni")  # a release from October 2024 on
     assert layouts.bin_dir(k3s, str(tmp_path)) == "/var/lib/rancher/k3s/data/cni"
-
-
-@pytest.mark.parametrize(
-    ("link", "target", "path", "expected"),
-    [
-        pytest.param("a/cur", "/a/rev", "/a/cur/bin", "a/rev/bin", id="absolute-link"),
-        pytest.param("a/cur", "rev", "/a/cur/bin", "a/rev/bin", id="relative-link"),
-        pytest.param("a/cur", "../../../../a/rev", "/a/cur/bin", "a/rev/bin",
-                     id="dotdot-stops-at-the-root"),
-        pytest.param("a/cur", "/", "/a/cur/etc", "etc", id="link-to-the-root"),
-        pytest.param("a/cur", "/a/rev", "/a/cur/missing/deeper", "a/rev/missing/deeper",
-                     id="missing-tail"),
-    ],
-)
-def test_located_follows_the_nodes_links_inside_the_root(tmp_path, link, target, path, expected):
-    plant(tmp_path, "/a/rev/bin")
-    (tmp_path / link).symlink_to(target)
-    assert options.located(str(tmp_path), path) == os.path.join(tmp_path, expected).rstrip("/")
-
-
-def test_located_is_under_where_there_is_no_link(tmp_path):
-    plant(tmp_path, "/etc/cni/net.d")
-    for path in ("/etc/cni/net.d", "/etc/cni/../cni/net.d/", "/nothing/here"):
-        assert options.located(str(tmp_path), path) == options.under(str(tmp_path), path)
-
-
-def test_located_with_the_real_root_is_the_kernels_walk():
-    assert options.located("/", "/proc/self/../self") == "/proc/self"
-
-
-def test_located_refuses_a_loop(tmp_path):
-    (tmp_path / "loop").symlink_to("/loop")
-    with pytest.raises(UsageError, match="too many levels"):
-        options.located(str(tmp_path), "/loop/x")
 
 
 def test_guard_keys_are_only_what_differs_from_the_guards_defaults():

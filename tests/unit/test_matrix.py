@@ -14,7 +14,7 @@ from tests.support import matrix
 
 def _row(**changes: object) -> matrix.Row:
     base: dict[str, object] = {"runtime": "containerd", "version": "2.1.6",
-                               "delegate": "fake-stateful", "scenario": "double-del",
+                               "chain": "fake-stateful", "scenario": "double-del",
                                "guard": True, "outcome": "removed", "seconds": 1.5}
     base.update(changes)
     return matrix.Row(**base)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""cni_delguard/monitoring/rules.py: the rules' tokens filled in for a scrape interval, a cluster
+"""delguard_build/rules.py: the rules' tokens filled in for a scrape interval, a cluster
 label and a namespace, each as the Helm chart fills them (tests/installer/test_chart.py renders
 both and compares the objects; here, each token and each refusal on its own)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cni_delguard.monitoring import rules
+from delguard_build import rules
 
 
 @pytest.mark.parametrize(

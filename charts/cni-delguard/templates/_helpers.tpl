@@ -27,7 +27,7 @@ or with "text" instead of "file" for an object already read (the rules, rendered
 
 {{/*
 The alerting rules' template (files/prometheusrule.yaml, a copy of the monitoring component's
-prometheusrule.template.yaml) with its tokens filled in, as cni_delguard/monitoring/rules.py fills
+prometheusrule.template.yaml) with its tokens filled in, as delguard_build/rules.py fills
 them for the kustomize overlays (tests/installer/test_chart.py compares the two): ${Ni} is N scrape
 intervals (prometheus.podMonitor.interval) as a duration in the largest unit that divides it,
 ${Ni:seconds} the same in seconds, ${interval} the interval as set, ${cluster} and ${cluster,}
@@ -61,7 +61,7 @@ are text here, never rendered by Helm.
 {{- $text -}}
 {{- end }}
 
-{{/* The layout's row of files/layouts.yaml (generated from cni_delguard/node/layouts.py). */}}
+{{/* The layout's row of files/layouts.yaml (generated from cni_delguard/host/layouts.py). */}}
 {{- define "cni-delguard.layout" -}}
 {{- $all := .Files.Get "files/layouts.yaml" | fromYaml -}}
 {{- toYaml (get $all .Values.cni.layout) -}}

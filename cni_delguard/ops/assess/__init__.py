@@ -1,34 +1,26 @@
-"""`cni-delguard assess`: does the guard fix anything on this node? Read-only.
+"""`cni-delguard assess`: does the guard fix anything on this node? Read-only, runs nothing.
 
-It finds the node's runtime and version and what sits behind the guard (probe.py), places them
-in a runtime range and a kind of chain, and says what the matrix of record (matrix.json here,
-the file README.md and docs/compatibility.md render) measured there: which stale sandboxes stick
-without the guard, which the guard frees, which it does not (and the release valve for those).
-A node the matrix never measured is "unmeasured". Exit 0 whatever it finds; 2, with one line,
-only when it cannot read the node (or the matrix). The modules, each with one job:
+It takes the node's runtime version and reads what sits behind the guard, and looks up what the
+matrix of record measured there, as this build ships it (verdicts.json, worked out by
+delguard_build when the pages are rendered), or says "unmeasured". Exit 0 whatever it finds; 2,
+with one line, only when it cannot read the node (or the verdicts). `examine()` is the way in
+for code; `summary_line()` is what the installer logs at start.
 
 | module | job |
 | --- | --- |
-| `matrix.py` | the matrix: rows, vocabularies, the file's shape, the packaged file of record |
-| `ranges.py` | runtime version ranges, one row each (the containerd boundary) |
 | `chains.py` | kinds of chain behind the guard, one row each, and the chains that measured them |
-| `verdict.py` | the derivation: one range and one chain -> what sticks, what is freed |
-| `render.py` | the Markdown of README's and docs/compatibility.md's tables |
-| `cri.py` | the CRI Version call over the runtime's socket |
-| `facts.py`, `probe.py` | what was found on the node; the reading of it |
-| `report.py` | the assessment, its text, its JSON, its one-line summary |
-
-`examine(...)` is the way in for code (the e2e suites); `summary_line` is what the installer
-logs at start.
+| `verdicts.py` | the shipped verdicts, and the runtime ranges they are given for |
+| `probe.py` | the reading of the node: what sits behind the guard, the runtime's version |
+| `report.py` | what was found, the assessment, its text, its JSON, its one-line summary |
 """
 
 from __future__ import annotations
 
 import os
 
-from cni_delguard.node import layouts, options
-from cni_delguard.ops.assess import matrix, probe, report
-from cni_delguard.ops.assess.facts import Found
+from cni_delguard.host import dirs, layouts
+from cni_delguard.node import options
+from cni_delguard.ops.assess import probe, report, verdicts
 from cni_delguard.ops.doctor.node import discover
 from cni_delguard.ops.text import as_json, clean
 from cni_delguard.tooling import UsageError
@@ -39,17 +31,15 @@ if TYPE_CHECKING:
     from typing import Any, TextIO
 
 SUMMARY = "say what the guard fixes on this node, from the matrix (read-only)"
-DESCRIPTION = (
-    "Find the node's runtime and version and what sits behind the guard (multus thin or thick, "
-    "how multus is given its network, the delegates), then say what the matrix this build "
-    "ships measured there: which stale sandboxes stick without the guard, which it frees, "
-    "which it does not (`cni-delguard release` frees those). A node the matrix never measured "
-    "is unmeasured. Changes nothing. Exit 0, or 2 when the node cannot be read."
-)
+DESCRIPTION = ("Take the node's runtime version and read what sits behind the guard, then say "
+               "what the matrix this build ships measured there: which stale sandboxes stick "
+               "without the guard, which it frees, which it does not (`cni-delguard release` "
+               "frees those), or that it is unmeasured. Reads files only: changes nothing, "
+               "runs no program. Exit 0, or 2 when the node cannot be read.")
 
 
 class UnreadableError(Exception):
-    """The node (or the matrix) cannot be read: exit 2 with this line."""
+    """The node (or the shipped verdicts) cannot be read: exit 2 with this line."""
 
 
 def register(sub: Any) -> None:
@@ -58,113 +48,61 @@ def register(sub: Any) -> None:
     options.add(parser, "root")
     layouts.add_option(parser)
     options.add(parser, "conf_dir", "bin_dir")
-    parser.add_argument(
-        "--runtime-endpoint",
-        metavar="SOCKET",
-        help="the runtime's CRI socket as seen from here (unix:///run/containerd/containerd.sock "
-        "or a path); default: each known socket under --root, then the runtime's binary",
-    )
-    parser.add_argument(
-        "--runtime",
-        type=_runtime,
-        metavar="NAME://VERSION",
-        help="the node's runtime as the kubelet reports it (`kubectl get node NODE -o wide`, "
-        "CONTAINER-RUNTIME: containerd://2.1.6), instead of looking for it: in the installer's "
-        "pod, which mounts no runtime socket or binary of the node's",
-    )
-    parser.add_argument(
-        "--output",
-        choices=("text", "json"),
-        default="text",
-        help="text for people (the default), json for fleets (one document, `schema` 1)",
-    )
+    parser.add_argument("--runtime", type=_checked(probe.given), metavar="NAME://VERSION",
+                        help="the node's runtime as the kubelet reports it (`kubectl get node "
+                        "NODE -o wide`, CONTAINER-RUNTIME: containerd://2.1.6); default: its "
+                        "Debian package's version under --root, else unmeasured")
+    parser.add_argument("--multus-version", type=_checked(probe.multus_version), metavar="VERSION",
+                        help="multus's version (its image's tag, e.g. v4.3.0); default: unknown")
+    parser.add_argument("--output", choices=("text", "json"), default="text",
+                        help="text for people (the default), json for fleets (one document, "
+                        f"`schema` {report.SCHEMA})")
 
 
-def _runtime(value: str) -> str:
-    """--runtime as argparse checks it: NAME://VERSION (probe.given), else a usage error."""
+def _checked(check: Any) -> Any:
+    """An argparse type that keeps the value as given once `check` accepts it."""
     import argparse
 
-    try:
-        probe.given(value)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return value
+    def checked(value: str) -> str:
+        try:
+            check(value)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return value
+
+    return checked
 
 
-class Examined:
-    """An assessment and where it was made (what the text and the JSON name)."""
-
-    def __init__(self, a: report.Assessment, root: str, layout: str, conf_dir: str,
-                 bin_dir: str) -> None:
-        self.assessment, self.root, self.layout = a, root, layout
-        self.conf_dir, self.bin_dir = conf_dir, bin_dir
-
-    def as_json(self) -> dict[str, Any]:
-        return report.as_json(self.assessment, self.root, self.layout, self.conf_dir,
-                              self.bin_dir)
-
-    def text(self) -> list[str]:
-        return report.text(self.assessment, self.root, self.layout, self.conf_dir)
-
-    def summary(self) -> str:
-        return report.summary(self.assessment)
-
-
-def examine(
-    root: str = "/",
-    layout: str = layouts.AUTO,
-    conf_dir: str | None = None,
-    bin_dir: str | None = None,
-    endpoint: str | None = None,
-    runtime: str | None = None,
-) -> Examined:
+def examine(root: str = "/", layout: str = layouts.AUTO, conf_dir: str | None = None,
+            bin_dir: str | None = None, runtime: str | None = None,
+            multus_version: str | None = None) -> report.Assessment:
     """Assess the node under `root` (UnreadableError when it cannot be read). `conf_dir`,
     `bin_dir`: as the node names them (default: the layout's, or its runtime config's);
-    `endpoint`: the runtime's CRI socket as seen from here (default: the known ones);
-    `runtime`: the runtime as the kubelet reports it (NAME://VERSION), instead of looking."""
+    `runtime`: as the kubelet reports it (NAME://VERSION; default: its package's);
+    `multus_version`: as the user gives it (default: unknown)."""
     if not os.path.isdir(root):
         raise UnreadableError(f"--root {clean(root)} is not a directory")
-    try:
-        row = _layout(root, layout, conf_dir, bin_dir)
-        node_conf, node_bin, _ = layouts.runtime_dirs(row, root, conf_dir, bin_dir)
-        node = discover(root, node_conf, node_bin, row)
-        _readable(node.conf_dir)
-        packaged = matrix.packaged()
+    try:  # no layout's conf found: the standard one (doctor's rule)
+        found_dirs = dirs.find(root, layout, conf_dir=conf_dir, bin_dir=bin_dir,
+                               standard_when_none=True)
+        node = discover(found_dirs)
+        if os.path.exists(node.conf_dir):  # missing: a node without a conf; unlistable: unread
+            os.listdir(node.conf_dir)
+        shipped = verdicts.shipped()
         given = probe.given(runtime) if runtime is not None else None
-    except UsageError as exc:
+        multus = probe.multus_version(multus_version) if multus_version is not None else None
+    except (UsageError, OSError, ValueError) as exc:  # ValueError: verdicts.VerdictsError, JSON
         raise UnreadableError(clean(exc)) from None
-    except (OSError, matrix.MatrixError) as exc:
-        raise UnreadableError(clean(exc)) from None
-    found = Found()
-    found.runtime, found.tried = (given, []) if given else probe.runtime(root, endpoint)
-    probe.behind(node, found)
-    return Examined(report.assessment(found, packaged), root, row.name, node.conf_dir,
-                    node.bin_dir)
-
-
-def _layout(root: str, name: str, conf_dir: str | None, bin_dir: str | None) -> layouts.Layout:
-    """The node's layout; the standard one when no layout's conf is found (doctor's rule)."""
-    needs = tuple(f for f, flag in (("conf_dir", conf_dir), ("bin_dirs", bin_dir))
-                  if flag is None)
-    try:
-        return layouts.choose(root, name, needs)
-    except layouts.NoLayoutError:
-        return layouts.STANDARD
-
-
-def _readable(conf_dir: str) -> None:
-    """A conf dir that is missing is a node without a conf; one that cannot be listed is a
-    node that cannot be read."""
-    try:
-        os.listdir(conf_dir)
-    except FileNotFoundError:
-        return
+    found = report.Found(root, found_dirs.layout.name, node.conf_dir, node.bin_dir)
+    found.runtime = given or probe.packaged(found_dirs.root, found.tried)
+    probe.behind(node, found, multus)
+    return report.assessment(found, shipped)
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     try:
-        seen = examine(args.root, args.layout, args.conf_dir, args.bin_dir,
-                       args.runtime_endpoint, args.runtime)
+        seen = examine(args.root, args.layout, args.conf_dir, args.bin_dir, args.runtime,
+                       args.multus_version)
     except UnreadableError as exc:
         stderr.write(f"cni-delguard assess: cannot read the node: {exc}\n")
         return 2

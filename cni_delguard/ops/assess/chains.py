@@ -1,16 +1,11 @@
 """What sits behind the guard, as the matrix knows it: one row per kind of chain (pure).
 
-A node's conf says which plugin the guard wraps (or would wrap) and, for multus, how the network
-it delegates to is given: `delegates` inline, `clusterNetwork` by a file's path (what multus
-thick's `multusConfigFile: auto` writes: pkg/server/config/manager.go:202 in v4.3.0), or by a
-name (a NetworkAttachmentDefinition or a conf file found by its network name). Each kind names
-the matrix's delegate chains that measured it; a kind none measured is unmeasured, never mapped
-to the nearest one. Adding a kind or a measured chain is one row here.
-
-What multus does with a DEL differs between these forms in v4.3.0 and before (issue 1449: a
-conflist loaded by path is re-encoded for DEL without the keys CNI's types do not know, so
-kube-ovn loses `server_socket` on every DEL; fixed after v4.3.0 by PR 1521), which is why a path
-and an inline list are two kinds, and why the multus version of each measured chain is data.
+A node's conf says which plugin the guard wraps (or would wrap) and, for multus, how its network
+is given: `delegates` inline, `clusterNetwork` by a file's path (what thick's `multusConfigFile:
+auto` writes: pkg/server/config/manager.go:202 in v4.3.0) or by a name. Each kind names the
+matrix's chains that measured it (delguard_build/chains.py); a kind none measured is unmeasured.
+A path and an inline list are two kinds: multus v4.3.0 re-encodes a conflist loaded by path for
+DEL without the keys CNI's types lack (multus issue 1449, PR 1521), losing kube-ovn's socket.
 """
 
 from __future__ import annotations
@@ -22,39 +17,12 @@ MULTUS_THIN, MULTUS_THICK = "multus", "multus-shim"
 
 
 @dataclass(frozen=True)
-class Measured:
-    """A chain the matrix ran (a DELEGATES name of matrix.py) and what it stands for."""
-
-    delegate: str
-    label: str  # as a table's column says it
-    multus: str | None  # the multus version it ran, or None (no multus)
-    stand_in: bool = False  # a fake standing for a behaviour, not a real plugin
-    # A column of README's table only when the matrix has its rows (the others always are,
-    # saying "not measured" where they have none).
-    optional: bool = False
-
-
-MEASURED: dict[str, Measured] = {m.delegate: m for m in (
-    Measured("multus-thin", "multus thin, delegate inline", "v4.3.0"),
-    Measured("multus-thin-path", "multus thin, delegate by path (`clusterNetwork`)",
-             "v4.3.0"),
-    Measured("multus-thick", "multus thick", "v4.3.0"),
-    Measured("multus-thick-auto", "multus thick, auto mode, before real kube-ovn", "v4.3.0",
-             optional=True),
-    Measured("multus-thick-auto-v4.2.3", "multus v4.2.3 thick, auto mode, before real kube-ovn",
-             "v4.2.3", optional=True),
-    Measured("fake-stateful", "a delegate that fails DEL once it holds no state", None,
-             stand_in=True),
-)}
-
-
-@dataclass(frozen=True)
 class Kind:
     name: str
     label: str
     plugin: str | None  # the wrapped plugin's type; None: any plugin that is not multus
     form: str | None  # how multus is given its network (INLINE, PATH, NAME); None: any
-    delegates: tuple[str, ...]  # the matrix's chains that measured it (none: unmeasured)
+    chains: tuple[str, ...]  # the matrix's chains that measured it (none: unmeasured)
 
 
 KINDS: tuple[Kind, ...] = (
@@ -85,8 +53,8 @@ class Behind:
     form: str | None = None  # multus: INLINE, PATH or NAME
     cluster_network: str | None = None  # multus: `clusterNetwork` as the conf gives it
     config_file: str | None = None  # multus thick: the daemon config's multusConfigFile
-    multus_version: str | None = None  # "v4.3.0" where multus's binary says
-    delegates: tuple[str, ...] = ()  # the plugin types of the network behind multus
+    multus_version: str | None = None  # "v4.3.0" where the user gives it (--multus-version)
+    plugins: tuple[str, ...] = ()  # the plugin types of the network behind multus (or the conf)
 
 
 def classify(behind: Behind) -> Kind | None:

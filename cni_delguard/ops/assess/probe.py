@@ -1,20 +1,12 @@
-"""What `assess` reads on the node (the I/O shell; chains.py, ranges.py and verdict.py decide).
+"""What `assess` reads on the node (the I/O shell; chains.py and report.py decide).
 
-The runtime and its version, first found wins (RUNTIME_SOURCES, in this order):
-1. the CRI Version call (cri.py) on `--runtime-endpoint`, then on each socket of RUNTIMES found
-   under the root: the running daemon's own answer;
-2. the binary of a running runtime process (the root's /proc: its comm, its exe) run with
-   `--version`, chrooted into the root as the installer runs plugins (bundle.run_on_node);
-3. the binary where the runtime's packages put it (RUNTIMES' `binaries`), the same way.
-
-What sits behind the guard: the conf the runtime uses (the first by name in the conf dir that
-doctor finds through the layout: doctor.node.discover), wrapped or not; the wrapped (or the
-to-be-wrapped) plugin; for multus, how its network is given (chains.form_of) and which plugins
-that network holds (read from the conf, the file `clusterNetwork` names, or the conf dir's file
-of that network name); multus's version from its binary (`-version`, chrooted) or its daemon's;
-thick's `multusConfigFile` from the daemon config where the node has it (under the conf dir, or
-the running daemon's `-config` read through /proc/PID/root). Every file is read bounded and
-without following a final symlink (fsutil.read_at); nothing is written.
+It reads files and runs nothing, no node binary nor any other: a process named `containerd`
+cannot get its executable run as root, and no program's output is held. It reads no process's
+files (/proc) either, so no path a process names can lead it off the node. The runtime is given as
+the kubelet reports it (`--runtime`), else read from its Debian package (what is installed: a
+daemon not restarted since an upgrade still runs the older one); multus's version is given.
+Every node file is read through the host floor (_read: NodeRoot, bounded, the node's links
+resolved inside the root, then no link at any component).
 """
 
 from __future__ import annotations
@@ -22,229 +14,102 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from cni_delguard.node import bundle, confdir, multusdaemon, options, patch
-from cni_delguard.ops.assess import chains, cri
-from cni_delguard.ops.assess.facts import Found, Runtime
+from cni_delguard.host.root import NodeRoot, OutsideRootError
+from cni_delguard.node import confdir, multusdaemon, patch
+from cni_delguard.ops.assess import chains
+from cni_delguard.ops.assess.report import Found, Runtime
 from cni_delguard.ops.doctor.node import Node
-from cni_delguard.state import fsutil
 from cni_delguard.tooling import UsageError
 
-MAX_CONF = 4 * 1024 * 1024
-VERSION_TIMEOUT = 10.0  # `containerd --version` answers in milliseconds; a hung binary is cut
-_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+MAX_CONF, MAX_DPKG = 4 << 20, 64 << 20  # a node with thousands of packages: a few MiB
+DPKG_STATUS = "/var/lib/dpkg/status"
+CRI_NAMES = ("containerd", "cri-o")  # CRI Version's runtime_name of the matrix's runtimes
+# The Debian packages of each runtime: the distribution's, Docker's, and pkgs.k8s.io's CRI-O.
+PACKAGES = {"containerd": "containerd", "containerd.io": "containerd", "cri-o": "cri-o"}
+_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+~_-]{0,63}")
 
 
-@dataclass(frozen=True)
-class RuntimeRow:
-    """One runtime: how the node shows it (variation as data)."""
-
-    name: str  # the matrix's name
-    cri_names: tuple[str, ...]  # its CRI Version runtime_name
-    comm: str  # its process's name in /proc/PID/comm
-    sockets: tuple[str, ...]  # its CRI socket where distributions put it
-    binaries: tuple[str, ...]  # its binary where packages put it
-    version: re.Pattern[str]  # the version in its `--version` output
+def _read(root: NodeRoot, path: str | None, limit: int = MAX_CONF) -> bytes:
+    """The node file `path` (a node path: `..` stops at the node's /), its links resolved inside
+    the root; b"" when it is not a regular file within `limit` (NodeRoot.read_or_none)."""
+    try:
+        return (root.read_or_none(root.resolve(path), limit) or b"") if path else b""
+    except OutsideRootError:  # not absolute, or a loop of links
+        return b""
 
 
-RUNTIMES: tuple[RuntimeRow, ...] = (
-    RuntimeRow(
-        "containerd", ("containerd",), "containerd",
-        # containerd's default; k3s's and RKE2's (agent/containerd); MicroK8s' (snap common)
-        ("/run/containerd/containerd.sock", "/run/k3s/containerd/containerd.sock",
-         "/var/snap/microk8s/common/run/containerd.sock"),
-        ("/usr/bin/containerd", "/usr/local/bin/containerd", "/bin/containerd",
-         "/var/lib/rancher/rke2/bin/containerd", "/var/lib/rancher/k3s/data/current/bin/containerd",
-         "/snap/microk8s/current/bin/containerd"),
-        # "containerd github.com/containerd/containerd v1.7.22 7f7fdf5f..." (its third word)
-        re.compile(r"^containerd \S+ (\S+)", re.M)),
-    RuntimeRow(
-        "cri-o", ("cri-o",), "crio",
-        ("/run/crio/crio.sock", "/var/run/crio/crio.sock"),
-        ("/usr/bin/crio", "/usr/local/bin/crio"),
-        # 1.36: "crio version 1.36.3"; before 1.29: a table with "Version:  1.28.1"
-        re.compile(r"^(?:crio version|Version:)\s+(\S+)", re.M)),
-)
-BY_CRI_NAME = {n: r for r in RUNTIMES for n in r.cri_names}
-
-
-# --- the runtime -------------------------------------------------------------------------------
+def read_json(root: NodeRoot, path: str | None) -> dict[str, Any] | None:
+    try:
+        value = json.loads(_read(root, path) or b"null")
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def given(value: str) -> Runtime:
-    """The runtime as the kubelet reports it (`containerd://2.1.6`, `cri-o://1.36.3`): the CRI
-    Version's runtime_name and runtime_version, joined by `://` (node.status.nodeInfo).
-    UsageError for anything else."""
+    """The runtime as the kubelet reports it (node.status.nodeInfo.containerRuntimeVersion: CRI
+    Version's runtime_name://runtime_version); UsageError for anything else."""
     name, sep, version = value.partition("://")
-    if not sep or not name or not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z.+~_-]{0,63}", version):
+    if not sep or not name or not _VERSION.fullmatch(version):
         raise UsageError(f"--runtime {value!r}: not NAME://VERSION (e.g. containerd://2.1.6)")
-    row = BY_CRI_NAME.get(name)
-    return Runtime(row.name if row else None, version, f"--runtime {name}://{version}", name)
+    return Runtime(name if name in CRI_NAMES else None, version, f"--runtime {value}", name)
 
 
-def runtime(root: str, endpoint: str | None) -> tuple[Runtime | None, list[str]]:
-    """The node's runtime and version, and why each source tried before it gave none."""
-    tried: list[str] = []
-    for source in RUNTIME_SOURCES:
-        found = source(root, endpoint, tried)
-        if found is not None:
-            return found, tried
-    return None, tried
+def multus_version(value: str) -> str:
+    if not re.fullmatch(r"v?[0-9]+\.[0-9]+\.[0-9]+[0-9A-Za-z.+~_-]{0,32}", value):
+        raise UsageError(f"--multus-version {value!r}: not a version (e.g. v4.3.0)")
+    return value
 
 
-def _from_cri(root: str, endpoint: str | None, tried: list[str]) -> Runtime | None:
-    """The endpoint given (as it is: a path here), else each table socket under the root."""
-    table = [options.located(root, s) for r in RUNTIMES for s in r.sockets]
-    paths = [endpoint.removeprefix("unix://")] if endpoint else [s for s in
-                                                                  dict.fromkeys(table)
-                                                                  if _is_socket(s)]
-    for path in paths:
-        try:
-            answer = cri.version(path)
-        except cri.CriError as exc:
-            tried.append(f"CRI Version: {exc}")
-            continue
-        row = BY_CRI_NAME.get(answer.runtime_name)
-        return Runtime(row.name if row else None, answer.runtime_version,
-                       f"CRI Version on {path} ({answer.service})", answer.runtime_name)
+def packaged(root: NodeRoot, tried: list[str]) -> Runtime | None:
+    """The runtime of the first of PACKAGES installed, its version without the epoch and the
+    Debian revision (`1:1.6.20~ds1-1+b1` -> `1.6.20~ds1`, what the runtime itself reports)."""
+    found: dict[str, str] = {}
+    for stanza in _read(root, DPKG_STATUS, MAX_DPKG).decode(errors="replace").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line)
+        if fields.get("Package") in PACKAGES and fields.get("Status", "").endswith(" installed"):
+            found[fields["Package"]] = fields.get("Version", "")
+    for package in (p for p in PACKAGES if p in found):
+        upstream = found[package].partition(":")[2] or found[package]
+        version = upstream.rpartition("-")[0] or upstream
+        if _VERSION.fullmatch(version):
+            name = PACKAGES[package]
+            return Runtime(name, version, f"package {package} {found[package]} ({DPKG_STATUS})",
+                           name)
+    tried.append(f"{DPKG_STATUS}: no {', '.join(PACKAGES)} package installed")
     return None
 
 
-def _is_socket(path: str) -> bool:
-    import stat
-
-    try:
-        return stat.S_ISSOCK(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _from_processes(root: str, endpoint: str | None, tried: list[str]) -> Runtime | None:
-    del endpoint
-    for row in RUNTIMES:
-        for exe in process_exes(root, row.comm):
-            found = _ask_binary(root, row, exe, tried)
-            if found is not None:
-                return found
-    return None
-
-
-def _from_binaries(root: str, endpoint: str | None, tried: list[str]) -> Runtime | None:
-    del endpoint
-    for row in RUNTIMES:
-        for path in row.binaries:
-            here = options.located(root, path)
-            if os.path.isfile(here) and os.access(here, os.X_OK):
-                found = _ask_binary(root, row, here, tried)
-                if found is not None:
-                    return found
-    return None
-
-
-RUNTIME_SOURCES: tuple[Callable[[str, str | None, list[str]], Runtime | None], ...] = (
-    _from_cri, _from_processes, _from_binaries)
-
-
-def _ask_binary(root: str, row: RuntimeRow, here: str, tried: list[str]) -> Runtime | None:
-    on_node = bundle.node_path(root, here) or here
-    out, why = run_version(root, here, ["--version"])
-    found = row.version.search(out) if out is not None else None
-    if found is None:
-        tried.append(f"{on_node} --version: {why or 'no version in its output'}")
-        return None
-    return Runtime(row.name, found.group(1), f"{on_node} --version", row.name)
-
-
-def run_version(root: str, here: str, args: list[str]) -> tuple[str | None, str]:
-    """The output of a node binary asked its version (chrooted into `root`), or (None, why)."""
-    try:
-        r = bundle.run_on_node(here, args, root, {"PATH": _PATH}, VERSION_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return None, f"no answer within {VERSION_TIMEOUT:g} s"
-    except (OSError, ValueError) as exc:
-        return None, f"cannot run it: {getattr(exc, 'strerror', None) or exc}"
-    text = (r.stdout + r.stderr)[:65536].decode("utf-8", "replace")
-    if r.returncode == 125 and text.startswith("cannot chroot"):
-        return None, text.splitlines()[0] + " (needs root, or CAP_SYS_CHROOT)"
-    if r.returncode != 0:
-        return None, f"exit {r.returncode}"
-    return text, ""
-
-
-def process_exes(root: str, comm: str) -> list[str]:
-    """The executables (as seen from here) of the processes named `comm` in the root's /proc,
-    lowest PID first; a binary deleted since it started is left out."""
-    found = []
-    for pid in pids(root, comm):
-        try:
-            exe = os.readlink(f"{root}/proc/{pid}/exe")
-            here = options.located(root, exe) if exe.startswith("/") else None
-        except (OSError, UsageError):
-            continue
-        if here is not None and not exe.endswith(" (deleted)") and here not in found:
-            found.append(here)
-    return found
-
-
-def pids(root: str, comm: str) -> list[int]:
-    """The PIDs of the processes named `comm` in the root's /proc, lowest first."""
-    proc = os.path.join(root, "proc")
-    try:
-        numbers = sorted(int(n) for n in os.listdir(proc) if n.isdigit())
-    except OSError:
-        return []
-    out = []
-    for pid in numbers:
-        try:
-            name = fsutil.read_regular(None, f"{proc}/{pid}/comm", 64).data.strip()
-        except (OSError, ValueError):
-            continue
-        if name.decode(errors="replace") == comm:
-            out.append(pid)
-    return out
-
-
-# --- what sits behind the guard ----------------------------------------------------------------
-
-
-def behind(node: Node, found: Found) -> None:
+def behind(node: Node, found: Found, multus_version: str | None) -> None:
     """Fill `found` with the conf the runtime uses and what sits behind the guard in it."""
-    found.conf_path = node.conf_path
-    found.conf_error = node.conf_error
-    conf = node.conf
+    found.conf_path, found.conf_error, conf = node.conf_path, node.conf_error, node.conf
     if conf is None or node.conf_path is None:
         return
     found.wrapped = node.guard is not None
-    plugin: dict[str, Any] | None = None
     if node.guard is not None:
         mode = node.guard.get("mode")
         found.mode = mode if isinstance(mode, str) else "enforce"
-        delegate = node.guard.get("delegate")
-        plugin = delegate if isinstance(delegate, dict) else None
+        wrapped = node.guard.get("delegate")  # the guard's own key: the plugin it execs
+        plugin = wrapped if isinstance(wrapped, dict) else None
     else:
         plugin = _unwrapped(node.conf_path, conf, found)
     if plugin is None or not isinstance(plugin.get("type"), str):
         found.notes.append("no plugin type found behind the guard")
         return
-    kind = plugin["type"]
-    if kind in (chains.MULTUS_THIN, chains.MULTUS_THICK):
-        found.behind = _multus(node, plugin, kind, found)
-    else:
-        # the conf's plugins as the runtime runs them: the guard's entry is its delegate
+    if plugin["type"] in (chains.MULTUS_THIN, chains.MULTUS_THICK):
+        found.behind = _multus(node, plugin, plugin["type"], found, multus_version)
+    else:  # the conf's plugins as the runtime runs them: the guard's entry is its delegate
         plain = patch.unwrap(conf, confdir.is_list(node.conf_path)) or conf
-        found.behind = chains.Behind(kind, delegates=tuple(_types(plain)))
+        found.behind = chains.Behind(plugin["type"], plugins=tuple(_types(plain)))
 
 
 def _unwrapped(path: str, conf: dict[str, Any], found: Found) -> dict[str, Any] | None:
     """The plugin the installer would wrap: multus when the conf has one, else the first."""
     plugins = conf.get("plugins") if confdir.is_list(path) else [conf]
     entries = [p for p in plugins if isinstance(p, dict)] if isinstance(plugins, list) else []
-    multus = [p for p in entries if p.get("type") in confdir.MULTUS_TYPES]
-    if len(multus) == 1:
+    if len(multus := [p for p in entries if p.get("type") in confdir.MULTUS_TYPES]) == 1:
         return multus[0]
     if entries:
         found.notes.append(f"not multus: {entries[0].get('type')!r}, the conf's first plugin, "
@@ -254,131 +119,51 @@ def _unwrapped(path: str, conf: dict[str, Any], found: Found) -> dict[str, Any] 
 
 
 def _types(conf: object) -> list[str]:
-    """The plugin types of a conf or conflist (a delegate list's entry, a file's contents)."""
-    if not isinstance(conf, dict):
-        return []
-    plugins = conf.get("plugins")
+    """The plugin types of a conf or conflist (an entry of multus's `delegates`, a file)."""
+    plugins = conf.get("plugins") if isinstance(conf, dict) else []
     entries = plugins if isinstance(plugins, list) else [conf]
-    return [str(p["type"]) for p in entries if isinstance(p, dict) and isinstance(
-        p.get("type"), str)]
+    return [p["type"] for p in entries if isinstance(p, dict) and isinstance(p.get("type"), str)]
 
 
-def _multus(node: Node, plugin: dict[str, Any], kind: str, found: Found) -> chains.Behind:
+def _multus(node: Node, plugin: dict[str, Any], kind: str, found: Found,
+            version: str | None) -> chains.Behind:
     form, network = chains.form_of(plugin)
-    config_file = None
-    if kind == chains.MULTUS_THICK:
-        config_file = _daemon_config_file(node, found)
-    delegates: list[str] = []
+    config_file = _daemon_config_file(node, found) if kind == chains.MULTUS_THICK else None
+    plugins: list[str] = []
     if form == chains.INLINE:
         for entry in plugin.get("delegates", []):
-            delegates += _types(entry)
+            plugins += _types(entry)
     elif form == chains.PATH and network is not None:
-        delegates = _types(_network_file(node, network, found))
-    elif form == chains.NAME and network is not None:
-        delegates = _types(_named_network(node, network, found))
-    version, source = multus_version(node, kind)
-    found.multus_version_from = source
-    return chains.Behind(kind, form, network, config_file, version, tuple(delegates))
-
-
-def read_json(path: str) -> dict[str, Any] | None:
-    """A JSON object from a node file: bounded, no final symlink followed; None otherwise."""
-    try:
-        data = fsutil.read_at(None, path, MAX_CONF)
-        value = json.loads(data) if data is not None else None
-    except (OSError, ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+        plugins = _types(_network_file(node, network, found))
+    elif form == chains.NAME:  # a NetworkAttachmentDefinition's, or a conf file's, network name
+        found.notes.append(f"clusterNetwork {network!r}: a network's name, not read")
+    found.multus_version_from = "--multus-version" if version else ""
+    return chains.Behind(kind, form, network, config_file, version, tuple(plugins))
 
 
 def _network_file(node: Node, network: str, found: Found) -> dict[str, Any] | None:
-    """The conf `clusterNetwork` names by path: where it says under the root, else (the path as
-    multus thick's daemon sees it, /host/etc/cni/net.d/...) its name in the conf dir, as auto
-    mode finds it there."""
-    for here in (_under(node.root, network),
-                 os.path.join(node.conf_dir, os.path.basename(network))):
-        if here and (conf := read_json(here)) is not None:
-            if here != _under(node.root, network):
-                found.notes.append(f"clusterNetwork {network} read as {here} (the daemon's view "
-                                   "of the conf dir)")
-            return conf
-    found.notes.append(f"clusterNetwork {network}: not readable on the node")
-    return None
-
-
-def _named_network(node: Node, name: str, found: Found) -> dict[str, Any] | None:
-    """A conf file of the conf dir whose network name is `name` (what multus falls back to when
-    no NetworkAttachmentDefinition of that name exists: k8sclient.go option 2)."""
-    try:
-        names = confdir.conf_files(node.conf_dir)
-    except (OSError, ValueError):
-        names = []
-    for name_ in names:
-        conf = read_json(os.path.join(node.conf_dir, name_))
-        if conf is not None and conf.get("name") == name:
-            return conf
-    found.notes.append(f"clusterNetwork {name!r}: no conf of that name in the conf dir (a "
-                       "NetworkAttachmentDefinition, which the node does not show)")
-    return None
-
-
-def _under(root: str, path: str) -> str | None:
-    try:
-        return options.located(root, path)
-    except UsageError:
-        return None
-
-
-_MULTUS_VERSION = re.compile(r"version:\s*(v?\d+\.\d+\.\d+[^\s(,]*)")
-
-
-def multus_version(node: Node, kind: str) -> tuple[str | None, str]:
-    """multus's version: its binary in the bin dir, else its daemon's (thick), run `-version`
-    chrooted; (None, why) when neither tells."""
-    candidates = [os.path.join(node.bin_dir, kind)]
-    if kind == chains.MULTUS_THICK:
-        candidates += process_exes(node.root, "multus-daemon")
-    why = []
-    for here in candidates:
-        if not os.path.isfile(here):
-            continue
-        out, reason = run_version(node.root, here, ["-version"])
-        match = _MULTUS_VERSION.search(out or "")
-        on_node = bundle.node_path(node.root, here) or here
-        if match:
-            return match.group(1), f"{on_node} -version"
-        why.append(f"{on_node} -version: {reason or 'no version in its output'}")
-    return None, "; ".join(why) or f"no {kind} binary in {node.bin_dir}"
+    """The conf `clusterNetwork` names by path: there on the node, else (the path as multus
+    thick's daemon sees it, /host/etc/cni/net.d/...) its name in the conf dir, as auto mode
+    finds it."""
+    root, conf_dir = NodeRoot(node.root), NodeRoot(node.conf_dir)  # the conf dir as doctor has it
+    if (conf := read_json(root, network)) is None:
+        conf = read_json(conf_dir, "/" + os.path.basename(network))
+        if conf is not None:
+            found.notes.append(f"clusterNetwork {network} read as {node.conf_dir}/"
+                               f"{os.path.basename(network)} (the daemon's view of the conf dir)")
+    if conf is None:
+        found.notes.append(f"clusterNetwork {network}: not readable on the node")
+    return conf
 
 
 def _daemon_config_file(node: Node, found: Found) -> str | None:
-    """thick's `multusConfigFile` ("auto" or a path): the daemon config under the conf dir
-    where the node has it, else the running daemon's `-config` through /proc/PID/root."""
-    paths = [os.path.join(node.conf_dir, multusdaemon.DAEMON_CONFIG)]
-    for pid in pids(node.root, "multus-daemon"):
-        config = _daemon_flag(node.root, pid) or "/etc/cni/net.d/" + multusdaemon.DAEMON_CONFIG
-        paths.append(os.path.join(node.root, "proc", str(pid), "root", config.lstrip("/")))
-    for path in paths:
-        conf = read_json(path)
-        if conf is not None:
-            value = conf.get("multusConfigFile", "auto")  # its default (config.go:75)
-            return value if isinstance(value, str) else None
-    found.notes.append("multus thick's daemon config not readable on the node "
-                       "(multusConfigFile unknown)")
-    return None
-
-
-def _daemon_flag(root: str, pid: int) -> str | None:
-    """The daemon's `-config`/`--config` value from its cmdline."""
-    try:
-        raw = fsutil.read_regular(None, f"{root}/proc/{pid}/cmdline", 65536).data
-    except (OSError, ValueError):
+    """thick's `multusConfigFile` ("auto" or a path) from its daemon config under the conf dir,
+    where the node has it. Where the daemon reads it from its pod (a ConfigMap), it is unknown:
+    assess reads no process's files, so nothing a process names can take it off the node."""
+    conf = read_json(NodeRoot(node.conf_dir), "/" + multusdaemon.DAEMON_CONFIG)
+    if conf is None:
+        found.notes.append("multus thick's daemon config not under the conf dir "
+                           "(multusConfigFile unknown)")
         return None
-    args = raw.decode(errors="replace").split("\0")
-    for i, arg in enumerate(args):
-        for flag in ("-config", "--config"):
-            if arg == flag and i + 1 < len(args):
-                return args[i + 1]
-            if arg.startswith(flag + "="):
-                return arg.split("=", 1)[1]
-    return None
+    value = conf.get("multusConfigFile", "auto")  # its default (config.go:75)
+    return value if isinstance(value, str) else None

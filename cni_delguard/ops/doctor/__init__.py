@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 
 from cni_delguard.cni import errors
-from cni_delguard.node import layouts, options
+from cni_delguard.host import dirs, layouts
+from cni_delguard.node import options
 from cni_delguard.ops.doctor import caches, conf, logs, state
 from cni_delguard.ops.doctor.node import PROBLEM, Finding, Node, discover
 from cni_delguard.ops.text import as_json, clean
@@ -87,11 +88,10 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         stderr.write(f"cni-delguard doctor: --root {clean(args.root)} is not a directory\n")
         return 2
     try:
-        layout = _layout(args)
-        conf_dir, bin_dir, source = layouts.runtime_dirs(layout, args.root, args.conf_dir,
-                                                         args.bin_dir)
-        node = discover(args.root, conf_dir, bin_dir, layout)
-        node.source = source
+        # No layout's conf (nor the guard) found: the standard layout, whose empty conf dir
+        # the conf check then reports.
+        node = discover(dirs.find(args.root, args.layout, conf_dir=args.conf_dir,
+                                  bin_dir=args.bin_dir, standard_when_none=True))
     except UsageError as exc:
         stderr.write(f"cni-delguard doctor: {clean(exc)}\n")
         return 2
@@ -107,15 +107,6 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     else:
         stdout.write("\n".join(_text(node, findings, healthy)) + "\n")
     return 0 if healthy else 1
-
-
-def _layout(args: argparse.Namespace) -> layouts.Layout:
-    """The node's layout; when no layout's conf (nor the guard) is found, the standard one,
-    whose empty conf dir the conf check then reports."""
-    try:
-        return layouts.of(args)
-    except layouts.NoLayoutError:
-        return layouts.STANDARD
 
 
 def _text(node: Node, findings: list[Finding], healthy: bool) -> list[str]:

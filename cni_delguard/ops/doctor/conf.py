@@ -8,8 +8,7 @@ import os
 from cni_delguard import PLUGIN_TYPE
 from cni_delguard.cni.skel import valid_name
 from cni_delguard.guard import defaults
-from cni_delguard.node import bundle
-from cni_delguard.node.options import located
+from cni_delguard.node import runs
 from cni_delguard.ops import text
 from cni_delguard.ops.doctor.node import INFO, OK, PROBLEM, Finding, Node
 
@@ -95,9 +94,9 @@ def install(node: Node, *argv: str) -> str:
 def _on_node(node: Node, path: str) -> str:
     """A path under the root with the node's own links followed inside it, as the runtime
     follows them: a plugin linked by its absolute path (/opt/cni/bin/bridge -> /usr/lib/cni/
-    bridge) names nothing from a pod that sees the node at /host (seen on a cluster: doctor run
-    with `kubectl exec` called such a delegate missing)."""
-    return located(node.root, "/" + os.path.relpath(path, node.root))
+    bridge) names nothing from a pod that sees the node at /host: doctor run there with
+    `kubectl exec` would call such a delegate missing."""
+    return node.host.located(node.host.on_node(path) or "/")
 
 
 def _link_out_of_sight(node: Node, path: str) -> str | None:
@@ -105,12 +104,12 @@ def _link_out_of_sight(node: Node, path: str) -> str | None:
     other than / (the pod sees the node's CNI dirs alone, not /usr/lib/cni where Debian's
     package puts the plugins it links from /opt/cni/bin); None otherwise. A link whose dir is
     there but whose file is not is a plugin missing on the node, and said so."""
-    if os.path.abspath(node.root) == "/" or not os.path.islink(path):
+    if node.host.is_host or not os.path.islink(path):
         return None
     resolved = _on_node(node, path)
     if os.path.lexists(os.path.dirname(resolved)):
         return None
-    return "/" + os.path.relpath(resolved, node.root)
+    return node.host.on_node(resolved)
 
 
 def _runs(path: str, node: Node) -> Finding:
@@ -121,7 +120,7 @@ def _runs(path: str, node: Node) -> Finding:
             f"{path} is missing or not executable: run `{install(node)}`",
             path,
         )
-    versions, why = bundle.answers_version(path, node.root)
+    versions, why = runs.answers_version(path, node.root)
     if versions is None:
         return Finding("plugins", PROBLEM, why, path)
     return Finding("plugins", OK, f"{path} runs (CNI versions {', '.join(map(str, versions))})")

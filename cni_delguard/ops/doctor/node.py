@@ -2,8 +2,8 @@
 the conf the runtime uses) and one `Finding` per thing worth saying.
 
 The guard's own paths are read from its entry in that conf as the guard reads them (config.Peek:
-normalized, the defaults for what is missing or malformed), then reached through `--root` with
-options.under, the one root join: a conf's `/../var/lib/cni/delguard` is the node's
+normalized, the defaults for what is missing or malformed), then reached through `--root` by the
+host floor (NodeRoot.here): a conf's `/../var/lib/cni/delguard` is the node's
 /var/lib/cni/delguard under the root, never a dir beside it.
 """
 
@@ -15,7 +15,9 @@ import time
 from dataclasses import dataclass, field
 
 from cni_delguard.guard import config, defaults
-from cni_delguard.node import confdir, layouts, options, patch
+from cni_delguard.host.dirs import NodeDirs
+from cni_delguard.host.root import NodeRoot
+from cni_delguard.node import confdir, patch
 from cni_delguard.node.errors import InstallerError
 from cni_delguard.state import fsutil
 
@@ -56,7 +58,7 @@ class Node:
     root: str
     conf_dir: str
     bin_dir: str
-    layout: str = "standard"  # the node's layout (node/layouts.py), as chosen or found
+    layout: str = "standard"  # the node's layout (host/layouts.py), as chosen or found
     source: str = "layout table"  # where conf_dir and bin_dir came from (layouts.runtime_dirs)
     conf_path: str | None = None
     conf: dict[str, Any] | None = None
@@ -71,19 +73,21 @@ class Node:
     add_timeout: float = defaults.TIMEOUTS["add"]
     now: float = field(default_factory=time.time)
 
+    @property
+    def host(self) -> NodeRoot:
+        return NodeRoot(self.root)
+
     def under(self, path: str) -> str:
-        return options.under(self.root, path)
+        """A node path as seen from here, through the host floor."""
+        return self.host.here(path)
 
 
-def discover(
-    root: str, conf_dir: str, bin_dir: str, layout: layouts.Layout = layouts.STANDARD
-) -> Node:
-    """The node under `root`; UsageError (tooling) for a --conf-dir or --bin-dir that is not an
-    absolute path. What the conf does not say is the guard's default when the conf names the
-    guard (what the plugin itself takes), else the layout's (where it would be once wrapped)."""
-    node = Node(root, "", "", layout.name)
-    node.conf_dir = options.located(root, conf_dir)
-    node.bin_dir = options.located(root, bin_dir)
+def discover(found: NodeDirs) -> Node:
+    """The node whose dirs are `found` (host/dirs.py). What the conf does not say is the
+    guard's default when the conf names the guard (what the plugin itself takes), else the
+    layout's (where it would be once wrapped)."""
+    layout = found.layout
+    node = Node(found.root.path, found.conf_here, found.bin_here, layout.name, found.source)
     names = _conf_names(node.conf_dir)
     if names:
         node.conf_path = os.path.join(node.conf_dir, names[0])

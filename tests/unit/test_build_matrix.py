@@ -1,5 +1,4 @@
-"""cni_delguard/ops/assess/matrix.py: closed vocabularies, the file's two shapes, the packaged
-file of record."""
+"""delguard_build/matrix.py: closed vocabularies, the file's two shapes, the file of record."""
 
 from __future__ import annotations
 
@@ -7,12 +6,12 @@ import json
 
 import pytest
 
-from cni_delguard.ops.assess import matrix
+from delguard_build import matrix
 
 
 def row(**changes: object) -> dict[str, object]:
     base: dict[str, object] = {"runtime": "containerd", "version": "v2.1.6",
-                               "delegate": "fake-stateful", "scenario": "double-del",
+                               "chain": "fake-stateful", "scenario": "double-del",
                                "guard": True, "outcome": "removed", "seconds": 1.5}
     return base | changes
 
@@ -24,7 +23,7 @@ def row(**changes: object) -> dict[str, object]:
         pytest.param({"scenario": "double_del"}, id="scenario"),
         pytest.param({"outcome": "ok"}, id="outcome"),
         pytest.param({"driver": "crictl"}, id="driver"),
-        pytest.param({"delegate": "multus"}, id="delegate"),
+        pytest.param({"chain": "multus"}, id="chain"),
         pytest.param({"version": ""}, id="no-version"),
         pytest.param({"guard": 1}, id="guard-not-bool"),
         pytest.param({"seconds": -1.0}, id="negative-seconds"),
@@ -97,7 +96,12 @@ def test_short_commit(commit: str, short: str) -> None:
     assert matrix.Matrix(commit, "d", ()).short_commit == short
 
 
-def test_the_file_of_record_is_packaged_and_valid() -> None:
-    m = matrix.packaged()
+def test_a_row_that_names_its_chain_delegate_is_read() -> None:
+    old = {k if k != "chain" else "delegate": v for k, v in row().items()}
+    assert matrix.loads(json.dumps([old])).rows[0].chain == "fake-stateful"
+
+
+def test_the_file_of_record_is_valid() -> None:
+    m = matrix.record()
     assert m.commit and m.date
     assert all(isinstance(r, matrix.Row) for r in m.rows)

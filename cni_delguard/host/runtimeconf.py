@@ -25,8 +25,10 @@ which was used). Read, never written:
   `run-containerd-with-args` substitutes: the revision's path, not `current`).
 
 The parsing is pure (`containerd_dirs`, `crio_dirs`: dicts in, dirs out); `find` is the thin
-shell that reads the files under the node's root. A path the config names must be absolute and
-hold no NUL or unresolved `${...}`, else the config is not used (the table is).
+shell that reads the files under the node's root (NodeRoot: the node's links followed inside
+the root, then each file read bounded with no link at any component). A path the config names
+must be absolute and hold no NUL or unresolved `${...}`, else the config is not used (the table
+is).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cni_delguard.node.options import located
+from cni_delguard.host.root import NodeRoot, OutsideRootError, as_root
 
 DEFAULT_CONF_DIR, DEFAULT_BIN_DIR = "/etc/cni/net.d", "/opt/cni/bin"
 _CRI_PLUGINS = {1: "cri", 2: "io.containerd.grpc.v1.cri", 3: "io.containerd.cri.v1.runtime"}
@@ -134,15 +136,16 @@ SNAP_CURRENT = "/var/snap/microk8s/current"
 K3S_CONFIG, K3S_DEFAULT_DATA = "/etc/rancher/k3s/config.yaml", "/var/lib/rancher/k3s"
 
 
-def find(root: str, layout: str) -> Dirs | None:
+def find(root: NodeRoot | str, layout: str) -> Dirs | None:
     """The dirs the layout's runtime config names under `root`; None when no config of its
     runtime is there (the table applies). ConfigError when one is there but cannot be used."""
+    root = as_root(root)
     for kind, path in _sources(root, layout):
-        if not os.path.isfile(located(root, path)):
+        if not os.path.isfile(root.located(path)):
             continue
         if kind == _CRIO:
             conf_dir, bin_dir = crio_dirs(_crio_files(root, path))
-            extra = f" + {CRIO_DROPINS}" if os.path.isdir(located(root, CRIO_DROPINS)) else ""
+            extra = f" + {CRIO_DROPINS}" if root.is_dir(CRIO_DROPINS) else ""
             return Dirs(conf_dir, bin_dir, f"{kind} {path}{extra}")
         subst = _snap_data(root) if kind == _MICROK8S else None
         files = _containerd_files(root, path, subst)
@@ -152,7 +155,7 @@ def find(root: str, layout: str) -> Dirs | None:
     return None
 
 
-def _sources(root: str, layout: str) -> tuple[tuple[str, str], ...]:
+def _sources(root: NodeRoot, layout: str) -> tuple[tuple[str, str], ...]:
     sources = SOURCES.get(layout, ())
     if layout != "k3s":
         return sources
@@ -162,38 +165,42 @@ def _sources(root: str, layout: str) -> tuple[tuple[str, str], ...]:
     return tuple((kind, data_dir + path.removeprefix(K3S_DEFAULT_DATA)) for kind, path in sources)
 
 
-def _texts(root: str, path: str, dropins: str, suffix: str) -> list[str]:
-    """A config file and its drop-ins (sorted), as text; those that cannot be read skipped."""
+def _names(root: NodeRoot, dropins: str, suffix: str) -> list[str]:
+    """The drop-in files of a dir (sorted, at most _MAX_FILES) as the node names them."""
     try:
-        names = sorted(n for n in os.listdir(located(root, dropins)) if n.endswith(suffix))
-    except OSError:
+        names = sorted(n for n in os.listdir(root.located(dropins)) if n.endswith(suffix))
+    except (OSError, OutsideRootError):
         names = []
+    return [f"{dropins}/{n}" for n in names[:_MAX_FILES]]
+
+
+def _read(root: NodeRoot, path: str) -> bytes:
+    """A config file, its links followed inside the root, at most _MAX_BYTES."""
+    try:
+        return root.read(root.resolve(path), _MAX_BYTES)
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+
+
+def _texts(root: NodeRoot, path: str, dropins: str, suffix: str) -> list[str]:
+    """A config file and its drop-ins (sorted), as text; those that cannot be read skipped."""
     texts = []
-    for each in [path, *(f"{dropins}/{n}" for n in names[:_MAX_FILES])]:
+    for each in [path, *_names(root, dropins, suffix)]:
         try:
-            with open(located(root, each), "rb") as f:
-                texts.append(f.read(_MAX_BYTES).decode("utf-8", "replace"))
-        except OSError:
+            texts.append(_read(root, each).decode("utf-8", "replace"))
+        except (ConfigError, OutsideRootError):
             continue
     return texts
 
 
-def _snap_data(root: str) -> Callable[[str], str]:
+def _snap_data(root: NodeRoot) -> Callable[[str], str]:
     """${SNAP_DATA} as run-containerd-with-args substitutes it: the revision's dir."""
-    target = os.path.relpath(located(root, SNAP_CURRENT), os.path.abspath(root))
-    revision = "/" + target
+    revision = root.resolve(SNAP_CURRENT)
     return lambda text: text.replace("${SNAP_DATA}", revision).replace("$SNAP_DATA", revision)
 
 
-def _load(root: str, path: str, subst: Callable[[str], str] | None = None) -> Doc:
-    where = located(root, path)
-    try:
-        with open(where, "rb") as f:
-            data = f.read(_MAX_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
-    if len(data) > _MAX_BYTES:
-        raise ConfigError(f"{path}: larger than {_MAX_BYTES} bytes")
+def _load(root: NodeRoot, path: str, subst: Callable[[str], str] | None = None) -> Doc:
+    data = _read(root, path)
     try:
         text = data.decode("utf-8")
         return tomllib.loads(subst(text) if subst else text)
@@ -202,7 +209,7 @@ def _load(root: str, path: str, subst: Callable[[str], str] | None = None) -> Do
 
 
 def _containerd_files(
-    root: str, path: str, subst: Callable[[str], str] | None
+    root: NodeRoot, path: str, subst: Callable[[str], str] | None
 ) -> list[tuple[str, Doc]]:
     """The root config and its imports, breadth first, each file once, as containerd loads."""
     files: list[tuple[str, Doc]] = []
@@ -222,26 +229,22 @@ def _containerd_files(
     return files
 
 
-def _resolve_import(root: str, parent: str, entry: object) -> list[str]:
+def _resolve_import(root: NodeRoot, parent: str, entry: object) -> list[str]:
     if not isinstance(entry, str) or "\0" in entry:
         raise ConfigError(f"{parent}: import {entry!r} is not a path")
     path = os.path.normpath(entry if entry.startswith("/")
                             else os.path.join(os.path.dirname(parent), entry))
     if "*" not in path:
         return [path]
-    base = os.path.abspath(root)
-    where = os.path.join(located(root, os.path.dirname(path)), os.path.basename(path))
-    return ["/" + os.path.relpath(m, base) if base != "/" else m
-            for m in sorted(glob.glob(where)) if os.path.isfile(m)]
+    head = root.resolve(os.path.dirname(path))
+    matches = sorted(glob.glob(os.path.join(glob.escape(root.here(head)),
+                                            os.path.basename(path))))
+    return [found for m in matches if os.path.isfile(m)
+            and (found := root.on_node(m)) is not None]
 
 
-def _crio_files(root: str, path: str) -> list[tuple[str, Doc]]:
+def _crio_files(root: NodeRoot, path: str) -> list[tuple[str, Doc]]:
     files = [(path, _load(root, path))]
-    dropins = located(root, CRIO_DROPINS)
-    try:
-        names = sorted(n for n in os.listdir(dropins) if n.endswith(".conf"))
-    except OSError:
-        names = []
-    for name in names[:_MAX_FILES]:
-        files.append((f"{CRIO_DROPINS}/{name}", _load(root, f"{CRIO_DROPINS}/{name}")))
+    for each in _names(root, CRIO_DROPINS, ".conf"):
+        files.append((each, _load(root, each)))
     return files

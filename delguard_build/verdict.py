@@ -1,5 +1,6 @@
 """What the matrix says for one runtime range and one measured chain (pure): the one derivation
-behind README's "Does it fix my problem?" table, docs/compatibility.md and `cni-delguard assess`.
+behind README's "Does it fix my problem?" table, docs/compatibility.md and the verdicts
+`cni-delguard assess` ships (verdicts.py).
 
 Every statement comes from rows: for each scenario, the outcome without the guard and with it on
 each version (and driver) of the range that ran it. A pair's effect is read off the two outcomes
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cni_delguard.ops.assess import matrix, ranges
+from delguard_build import matrix, ranges
 
 # The effect of the guard on one scenario, from (outcome without, outcome with).
 FREED = "freed"  # stuck without, removed with: the guard frees it
@@ -106,7 +107,7 @@ class Verdict:
     """What the matrix says for one range and one chain."""
 
     range: ranges.Range
-    delegate: str
+    chain: str
     versions: tuple[str, ...]  # the versions of the range the chain ran on, oldest first
     scenarios: tuple[Scenario, ...]  # in the matrix's scenario order
 
@@ -128,9 +129,9 @@ class Verdict:
         return [name for name, kept in marks if kept] if marks else None
 
 
-def verdict(rows: Iterable[matrix.Row], where: ranges.Range, delegate: str) -> Verdict:
-    """The verdict of `delegate` in `where` from the matrix's rows (either driver)."""
-    mine = [r for r in rows if r.delegate == delegate and where.holds(r.runtime, r.version)]
+def verdict(rows: Iterable[matrix.Row], where: ranges.Range, chain: str) -> Verdict:
+    """The verdict of `chain` in `where` from the matrix's rows (either driver)."""
+    mine = [r for r in rows if r.chain == chain and where.holds(r.runtime, r.version)]
     by_case: dict[tuple[str, str, str], dict[bool, matrix.Row]] = {}
     for r in mine:
         by_case.setdefault((r.scenario, r.version, r.driver), {})[r.guard] = r
@@ -148,7 +149,7 @@ def verdict(rows: Iterable[matrix.Row], where: ranges.Range, delegate: str) -> V
         if pairs:
             scenarios.append(Scenario(name, tuple(pairs)))
     versions = tuple(sorted({r.version for r in mine}, key=lambda v: (ranges.sort_key(v), v)))
-    return Verdict(where, delegate, versions, tuple(scenarios))
+    return Verdict(where, chain, versions, tuple(scenarios))
 
 
 def pair_text(pair: Pair) -> str:

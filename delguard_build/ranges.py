@@ -5,16 +5,19 @@ StopPodSandbox runs no CNI DEL for a sandbox without a recorded CNI result (its 
 completed): upstream commits ca6516ee8 (1.6), 278bd0f72 (1.7), b7b6b324b (2.0), October 2024.
 Below it every stale sandbox goes through DEL. The ranges are read from those commits; what each
 range does is only what the matrix measured on the versions in it (verdict.py says which).
+verdicts.py ships them to `cni-delguard assess`, which places a node's version with them.
 CRI-O has no such boundary known: one range, its cells name the versions measured.
 
 A span is [low, high): `high` None is open. Versions are compared on their first three numbers
-("v1.7.23-k3s1" and "1.6.20~ds1" included); one without three numbers is in no range.
+("v1.7.23-k3s1" and "1.6.20~ds1" included), as assess compares them (parse_version); one
+without three numbers is in no range.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from cni_delguard.ops.assess.verdicts import parse_version
 
 Version = tuple[int, int, int]
 
@@ -28,7 +31,7 @@ class Range:
     why: str = ""  # what sets it apart, from the upstream source (assess says it)
 
     def holds(self, runtime: str, version: str) -> bool:
-        number = parse(version)
+        number = parse_version(version)
         if runtime != self.runtime or number is None:
             return False
         return any(low <= number and (high is None or number < high) for low, high in self.spans)
@@ -46,16 +49,7 @@ RANGES: tuple[Range, ...] = (
 )
 BY_NAME = {r.name: r for r in RANGES}
 
-_NUMBERS = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
-
-
-def parse(version: str) -> Version | None:
-    """(major, minor, patch) of a version as a runtime reports it; None when it has no three."""
-    found = _NUMBERS.match(version.strip())
-    if found is None:
-        return None
-    major, minor, patch = (int(n) for n in found.groups())
-    return major, minor, patch
+parse = parse_version
 
 
 def of(runtime: str, version: str) -> Range | None:

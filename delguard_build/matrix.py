@@ -1,30 +1,34 @@
 """The matrix: what each runtime did in each end-to-end scenario, without and with the guard.
 
-One row per (runtime, version, delegate chain, driver, scenario, guard): its outcome, the seconds
-it took and, with the guard, how many DELs the guard answered without calling the delegate
-(`kept`, from its decision log). The e2e suites write a run's rows into .cache/e2e/matrix.json
-(tests/support/matrix.py); `tools/render-matrix.py --write` copies a run's file into the package
-as the file of record (matrix.json beside this module), which `cni-delguard assess` reads and
-README.md and docs/compatibility.md render. The file names the commit of the checkout the run
-came from ("+dirty" when its tree had changes) and the UTC date of the run:
+One row per (runtime, version, chain, driver, scenario, guard): its outcome, the seconds it took
+and, with the guard, how many DELs the guard answered without calling its delegate (`kept`, from
+its decision log). A chain is what sat behind the guard in the run (chains.py). The e2e suites
+write a run's rows into .cache/e2e/matrix.json (tests/support/matrix.py);
+`tools/render-matrix.py --write` copies a run's file here as the file of record (matrix.json
+beside this module), from which README.md and docs/compatibility.md render and the verdicts
+`cni-delguard assess` ships are derived (verdicts.py). The file names the commit of the checkout
+the run came from ("+dirty" when its tree had changes) and the UTC date of the run:
 
     {"commit": "<40 hex>[+dirty]", "date": "YYYY-MM-DD", "rows": [{...}, ...]}
 
-A file of the older shape, a bare list of rows, is read too (commit and date unknown). The
-vocabularies are closed: a row outside them is refused, never rendered or reasoned about.
-Pure, but for `packaged()`, which reads the file of record from the package's own data.
+A file of the older shape, a bare list of rows, is read too (commit and date unknown), and a row
+that names its chain `delegate`, as files written before the rename do. The vocabularies are
+closed: a row outside them is refused, never rendered or reasoned about. Pure, but for
+`record()`, which reads the file of record.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any
 
 RUNTIMES = ("containerd", "cri-o")
 # What sits behind the guard in a run (tests/e2e_cri/matrix_chains.py builds each; chains.py
 # here says what each one stands for on a node).
-DELEGATES = (
+CHAINS = (
     "fake-stateful",  # a delegate that fails DEL once it holds no state
     "multus-thin",  # real multus thin, kube-ovn's conflist inline in `delegates`
     "multus-thin-path",  # real multus thin, kube-ovn's conflist by its path in `clusterNetwork`
@@ -76,7 +80,7 @@ class MatrixError(ValueError):
 class Row:
     runtime: str
     version: str
-    delegate: str
+    chain: str
     scenario: str
     guard: bool
     outcome: str
@@ -87,7 +91,7 @@ class Row:
     kept: int | None = None
 
     def __post_init__(self) -> None:
-        for name, allowed in (("runtime", RUNTIMES), ("delegate", DELEGATES),
+        for name, allowed in (("runtime", RUNTIMES), ("chain", CHAINS),
                               ("driver", DRIVERS), ("scenario", SCENARIOS),
                               ("outcome", OUTCOMES)):
             if getattr(self, name) not in allowed:
@@ -102,7 +106,7 @@ class Row:
 
     @property
     def key(self) -> tuple[str, str, str, str, str, bool]:
-        return (self.runtime, self.version, self.delegate, self.driver, self.scenario, self.guard)
+        return (self.runtime, self.version, self.chain, self.driver, self.scenario, self.guard)
 
     def as_dict(self) -> dict[str, Any]:
         row = asdict(self)
@@ -112,8 +116,6 @@ class Row:
 
 
 def _number(value: object) -> bool:
-    import math
-
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
         value)
 
@@ -161,7 +163,10 @@ def parse(data: object) -> Matrix:
 
 def _rows(items: list[Any]) -> tuple[Row, ...]:
     rows = []
-    for item in items:
+    for given in items:
+        item = given
+        if isinstance(given, dict) and "delegate" in given and "chain" not in given:
+            item = {("chain" if k == "delegate" else k): v for k, v in given.items()}
         if not isinstance(item, dict) or not set(item) <= _FIELDS:
             raise MatrixError(f"matrix.json: not a row: {item!r}"[:300])
         try:
@@ -182,12 +187,9 @@ def loads(text: str) -> Matrix:
     return parse(data)
 
 
-PACKAGE = __name__.rpartition(".")[0]
-NAME = "matrix.json"
+RECORD = "delguard_build/matrix.json"  # relative to the repository
 
 
-def packaged() -> Matrix:
-    """The file of record shipped in the package (and in the frozen bundle, as data)."""
-    from importlib import resources
-
-    return loads(resources.files(PACKAGE).joinpath(NAME).read_text(encoding="utf-8"))
+def record() -> Matrix:
+    """The file of record (beside this module)."""
+    return loads((Path(__file__).parent / "matrix.json").read_text(encoding="utf-8"))

@@ -1,10 +1,10 @@
-"""cni_delguard/ops/assess/render.py: the pages' tables from a matrix, between their markers."""
+"""delguard_build/render.py: the pages' tables from a matrix, between their markers."""
 
 from __future__ import annotations
 
 import pytest
 
-from cni_delguard.ops.assess import matrix, ranges, render, verdict
+from delguard_build import chains, matrix, ranges, render, verdict
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -13,9 +13,9 @@ def m(*rows: matrix.Row) -> matrix.Matrix:
     return matrix.Matrix(COMMIT, "2026-03-04", rows)
 
 
-def row(runtime: str, version: str, delegate: str, scenario: str, guard: bool, outcome: str,
+def row(runtime: str, version: str, chain: str, scenario: str, guard: bool, outcome: str,
         driver: str = "cri", kept: int | None = None) -> matrix.Row:
-    return matrix.Row(runtime, version, delegate, scenario, guard, outcome, 1.0, driver, kept)
+    return matrix.Row(runtime, version, chain, scenario, guard, outcome, 1.0, driver, kept)
 
 
 @pytest.mark.parametrize(
@@ -145,8 +145,8 @@ def test_the_sentence_above_the_table_names_where_the_guard_frees() -> None:
 
 
 def test_every_chain_is_in_one_column_of_the_short_table() -> None:
-    placed = [d for c in render.COLUMNS for d in c.delegates]
-    assert sorted(placed) == sorted(matrix.DELEGATES)
+    placed = [d for c in render.COLUMNS for d in c.chains]
+    assert sorted(placed) == sorted(matrix.CHAINS)
 
 
 def test_an_empty_matrix_says_nothing_is_measured() -> None:
@@ -187,5 +187,5 @@ def test_rewrite_keeps_what_is_around_the_markers_and_diff_sees_a_change() -> No
 
 def test_every_driver_and_chain_has_its_words() -> None:
     assert set(render.DRIVER_NAMES) == set(matrix.DRIVERS)
-    assert set(render.DELEGATE_NAMES) == set(matrix.DELEGATES)
+    assert set(chains.CHAINS) == set(matrix.CHAINS)
     assert set(render.RUNTIME_NAMES) == set(matrix.RUNTIMES)

@@ -1,23 +1,23 @@
-"""cni_delguard/ops/assess/verdict.py: one range and one chain, from rows only."""
+"""delguard_build/verdict.py: one range and one chain, from rows only."""
 
 from __future__ import annotations
 
 import pytest
 
-from cni_delguard.ops.assess import matrix, ranges, verdict
+from delguard_build import matrix, ranges, verdict
 
 BEFORE = ranges.BY_NAME["containerd-before-boundary"]
 AFTER = ranges.BY_NAME["containerd-after-boundary"]
 
 
-def rows(*cases: tuple[str, str, str | None, str | None], delegate: str = "fake-stateful",
+def rows(*cases: tuple[str, str, str | None, str | None], chain: str = "fake-stateful",
          driver: str = "cri", kept: int | None = None) -> list[matrix.Row]:
     """(version, scenario, without, with) -> the two rows (a None outcome: that run missing)."""
     out = []
     for version, scenario, without, with_guard in cases:
         for guard, outcome in ((False, without), (True, with_guard)):
             if outcome is not None:
-                out.append(matrix.Row("containerd", version, delegate, scenario, guard, outcome,
+                out.append(matrix.Row("containerd", version, chain, scenario, guard, outcome,
                                       1.0, driver, kept if guard else None))
     return out
 
@@ -43,7 +43,7 @@ def test_effect(without: str | None, with_guard: str | None, effect: str) -> Non
 def test_a_range_takes_only_its_versions_and_its_chain() -> None:
     data = [*rows(("1.6.20~ds1", "reboot", "stuck", "removed")),
             *rows(("v1.7.35", "reboot", "removed", "removed")),
-            *rows(("1.6.20~ds1", "reboot", "removed", "removed"), delegate="multus-thin")]
+            *rows(("1.6.20~ds1", "reboot", "removed", "removed"), chain="multus-thin")]
     v = verdict.verdict(data, BEFORE, "fake-stateful")
     assert v.versions == ("1.6.20~ds1",)
     assert [(s.name, s.effect) for s in v.scenarios] == [("reboot", verdict.FREED)]
@@ -77,12 +77,12 @@ def test_a_run_of_one_side_that_differs_is_a_disagreement() -> None:
 
 
 def test_kept_is_counted_or_said_to_be_not() -> None:
-    counted = rows(("v2.1.6", "double-del", "removed", "removed"), delegate="multus-thick",
+    counted = rows(("v2.1.6", "double-del", "removed", "removed"), chain="multus-thick",
                    kept=1)
     assert verdict.verdict(counted, AFTER, "multus-thick").kept == ["double-del"]
-    none = rows(("v2.1.6", "double-del", "removed", "removed"), delegate="multus-thick", kept=0)
+    none = rows(("v2.1.6", "double-del", "removed", "removed"), chain="multus-thick", kept=0)
     assert verdict.verdict(none, AFTER, "multus-thick").kept == []
-    old = rows(("v2.1.6", "double-del", "removed", "removed"), delegate="multus-thick")
+    old = rows(("v2.1.6", "double-del", "removed", "removed"), chain="multus-thick")
     assert verdict.verdict(old, AFTER, "multus-thick").kept is None
 
 

@@ -28,10 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
+from cni_delguard import PLUGIN_TYPE
 from cni_delguard.guard import defaults
-from cni_delguard.node import bundle, confdir, runtimeconf
-from cni_delguard.node.errors import NoConfError
-from cni_delguard.node.options import located, under
+from cni_delguard.host import runtimeconf
+from cni_delguard.host.root import NodeRoot, OutsideRootError, as_root
 from cni_delguard.tooling import UsageError
 
 AUTO = "auto"
@@ -62,8 +62,8 @@ class Layout:
         """The base DaemonSet's writable volumes (by name) and the host dir each is, on this
         layout: the conf dir, the bin dir (or the one dir that holds it: bin_mount), the state
         dir itself (the installer's lock, records and the guard's markers; not /var/lib/cni,
-        where libcni's and the IPAM plugins' state is: issue 38), the log's dir (mounted
-        read-only: the watcher reads the guard's log)."""
+        where libcni's and the IPAM plugins' state is, which a compromised installer must not
+        reach), the log's dir (mounted read-only: the watcher reads the guard's log)."""
         return {
             "cni-bin": self.bin_mount or self.bin_dirs[0],
             "cni-conf": self.conf_dir,
@@ -73,8 +73,8 @@ class Layout:
 
     def read_only_mounts(self) -> dict[str, tuple[str, str]]:
         """The DaemonSet's read-only hostPath volumes: name -> (host dir, hostPath type). Nothing
-        else of the host is mounted (issue 38: no host `/`); the frozen plugin needs nothing of
-        the node's userland to answer the probe (packaging/README.md)."""
+        else of the host is mounted (no host `/`: the pod reaches only what it needs); the frozen
+        plugin needs nothing of the node's userland to answer the probe (packaging/README.md)."""
         made = len(self.runtime_conf) > 1
         names = ["runtime-conf", *(f"runtime-conf-{i}" for i in range(2, 9))]
         return {name: (path, "DirectoryOrCreate" if made else "Directory")
@@ -87,13 +87,13 @@ LAYOUTS: tuple[Layout, ...] = (
     Layout("standard", "/etc/cni/net.d", ("/opt/cni/bin",)),
     # k3s writes its containerd config with these (pkg/agent/templates: bin_dir, conf_dir; the
     # conf dir is <data-dir>/agent/etc/cni/net.d). Its CNI bins moved to the fixed data/cni in
-    # the October 2024 releases (k3s PR 10868, issue 10869); before, containerd's bin_dir was
-    # literally data/<hash>/bin, the running release's dir (k3s resolves data/current when it
-    # writes the config, issue 6118), which data/current links to (an absolute link:
-    # options.located follows it inside the node's root, on every poll of the watcher). The
-    # DaemonSet mounts data/ for both.
-    # The DaemonSet mounts data/cni only (issue 38: not data/, every release's binaries,
-    # containerd's among them), so a release before October 2024 needs the installer run by hand.
+    # the October 2024 releases (https://github.com/k3s-io/k3s/pull/10868); before, containerd's
+    # bin_dir was literally data/<hash>/bin, the running release's dir (k3s resolves
+    # data/current when it writes the config, https://github.com/k3s-io/k3s/issues/6118), which
+    # data/current links to (an absolute link: NodeRoot.resolve follows it inside the node's
+    # root, on every poll of the watcher). The DaemonSet mounts data/cni only (not data/: every
+    # release's binaries, containerd's among them), so a release before October 2024 needs the
+    # installer run by hand.
     Layout(
         "k3s",
         "/var/lib/rancher/k3s/agent/etc/cni/net.d",
@@ -108,11 +108,10 @@ LAYOUTS: tuple[Layout, ...] = (
     # MicroK8s' containerd-template.toml: bin_dir ${SNAP_DATA}/opt/cni/bin, conf_dir
     # ${SNAP_DATA}/args/cni-network; run-containerd-with-args substitutes SNAP_DATA with the
     # revision's dir (/var/snap/microk8s/<revision>), which `current` links to: the watcher
-    # follows `current` on every poll. The DaemonSet mounts the stable parent /var/snap/microk8s
-    # (a hostPath through `current` is resolved once, by the kubelet, when the pod starts).
-    # The DaemonSet mounts the revision's bin dir, conf dir and args/ only (issue 38: not the
-    # snap's data, its certs and credentials among them): after `snap refresh microk8s` the pod
-    # is restarted to follow the new revision (docs/install.md).
+    # follows `current` on every poll. The DaemonSet mounts the revision's bin dir, conf dir and
+    # args/ only (not the snap's data, its certs and credentials among them); a hostPath through
+    # `current` is resolved once, by the kubelet, when the pod starts, so after `snap refresh
+    # microk8s` the pod is restarted to follow the new revision (docs/install.md).
     Layout(
         "microk8s",
         "/var/snap/microk8s/current/args/cni-network",
@@ -157,8 +156,26 @@ def add_option(parser: Any) -> None:
     )
 
 
-class NoLayoutError(NoConfError):
-    """`auto` found no layout's conf (nor the guard) under the root."""
+class NoLayoutError(Exception):
+    """`auto` found no layout's conf (nor the guard) under the root. The installer exits with
+    `code`, the exit code of a missing conf (node/errors.py's NoConfError)."""
+
+    code = 4
+
+
+# libcni (containerd, CRI-O) loads the files of the conf dir with these extensions, sorted by
+# name, and uses the first (libcni ConfFiles, cni v1.1.2 libcni/conf.go).
+EXTENSIONS = (".conf", ".conflist", ".json")
+
+
+def conf_names(conf_dir: str) -> list[str]:
+    """The names of a conf dir's candidate files (as seen from here) in the order libcni sorts
+    them. FileNotFoundError when the dir is missing."""
+    return sorted(
+        n
+        for n in os.listdir(conf_dir)
+        if os.path.splitext(n)[1] in EXTENSIONS and not os.path.isdir(os.path.join(conf_dir, n))
+    )
 
 
 def guard_keys(layout: Layout) -> dict[str, object]:
@@ -172,11 +189,12 @@ def guard_keys(layout: Layout) -> dict[str, object]:
     return keys
 
 
-def bin_dir(layout: Layout, root: str) -> str:
+def bin_dir(layout: Layout, root: NodeRoot | str) -> str:
     """The layout's bin dir on this node, as the node names it: the first candidate that is a
     directory under the root (the first candidate when none is yet)."""
+    root = as_root(root)
     for candidate in layout.bin_dirs:
-        if os.path.isdir(located(root, candidate)):
+        if root.is_dir(candidate):
             return candidate
     return layout.bin_dirs[0]
 
@@ -185,7 +203,8 @@ TABLE = "layout table"
 
 
 def runtime_dirs(
-    layout: Layout, root: str, conf_dir: str | None = None, bin_dir_: str | None = None
+    layout: Layout, root: NodeRoot | str, conf_dir: str | None = None,
+    bin_dir_: str | None = None,
 ) -> tuple[str, str, str]:
     """The conf dir and bin dir the runtime uses, as the node names them, and where they came
     from: a flag given (`conf_dir`, `bin_dir_`) wins; else the runtime's own config where it is
@@ -195,7 +214,7 @@ def runtime_dirs(
         return conf_dir, bin_dir_, "flags"
     why = ""
     try:
-        found = runtimeconf.find(root, layout.name)
+        found = runtimeconf.find(as_root(root), layout.name)
     except (runtimeconf.ConfigError, UsageError) as exc:
         found, why = None, f" (the runtime's config not used: {exc})"
     if found is None:
@@ -204,13 +223,17 @@ def runtime_dirs(
 
 
 def choose(
-    root: str, name: str, needs: tuple[str, ...] = FIELDS, table: tuple[Layout, ...] = LAYOUTS
+    root: NodeRoot | str,
+    name: str,
+    needs: tuple[str, ...] = FIELDS,
+    table: tuple[Layout, ...] = LAYOUTS,
 ) -> Layout:
     """The layout called `name`, or for `auto` the one found under `root`. `needs`: the fields
     the caller will read; layouts found that agree on those are not an ambiguity.
 
     Nothing found: when every layout agrees on `needs`, the first row (standard); otherwise
     NoLayoutError (exit 4). Found layouts that disagree: UsageError (exit 2)."""
+    root = as_root(root)
     if name != AUTO:
         try:
             return next(layout for layout in table if layout.name == name)
@@ -221,15 +244,15 @@ def choose(
     if len({tuple(_value(layout, root, f) for f in needs) for layout in pool}) == 1:
         return _own(pool, root)
     if not found:
-        dirs = ", ".join(dict.fromkeys(located(root, layout.conf_dir) for layout in table))
+        dirs = ", ".join(dict.fromkeys(root.located(layout.conf_dir) for layout in table))
         raise NoLayoutError(
-            f"no {'/'.join(confdir.EXTENSIONS)} file in {dirs} (the conf dirs of every "
+            f"no {'/'.join(EXTENSIONS)} file in {dirs} (the conf dirs of every "
             "layout); is the network plugin installed? (--wait SECONDS waits for it; "
             "--layout NAME names the layout)"
         )
-    where = "; ".join(f"{layout.name}: {located(root, layout.conf_dir)}" for layout in found)
+    where = "; ".join(f"{layout.name}: {root.located(layout.conf_dir)}" for layout in found)
     raise UsageError(
-        f"--layout auto: more than one layout under {root} ({where}); "
+        f"--layout auto: more than one layout under {root.path} ({where}); "
         f"pass --layout {'|'.join(layout.name for layout in found)}"
     )
 
@@ -248,36 +271,37 @@ def of(args: Any, needs: tuple[str, ...] = FIELDS) -> Layout:
 
 def guard_path(args: Any, attr: str) -> str:
     """The guard's state dir or log file (`attr`: "state_dir", "log_file") for an operator
-    tool: its flag when given, else the layout's, reached through --root. With the default
-    root a relative flag is taken as given (a log copied off a node); '' stays ''."""
+    tool, as seen from here: its flag when given, else the layout's, reached through --root.
+    With the default root a relative flag is taken as given (a log copied off a node); ''
+    stays ''."""
     value = getattr(args, attr)
     if value is None:
         value = getattr(of(args, (attr,)), attr)
     if value == "" or (not value.startswith("/") and os.path.abspath(args.root) == "/"):
         return str(value)
-    return under(args.root, value)
+    return NodeRoot(args.root).here(value)
 
 
-def _value(layout: Layout, root: str, field: str) -> object:
+def _value(layout: Layout, root: NodeRoot, field: str) -> object:
     """A field as the node resolves it: dirs with the node's links followed inside the root, so
     MicroK8s 1.29's /etc/cni/net.d and /opt/cni/bin (links into the snap's revision) are the
     microk8s row's own dirs, one node, not two layouts."""
     if field == "bin_dirs":
-        return located(root, bin_dir(layout, root))
+        return root.located(bin_dir(layout, root))
     if field == "conf_dir":
-        return located(root, layout.conf_dir)
+        return root.located(layout.conf_dir)
     return getattr(layout, field)
 
 
-def _own(pool: list[Layout], root: str) -> Layout:
+def _own(pool: list[Layout], root: NodeRoot) -> Layout:
     """Of layouts that resolve to the same dirs, the one whose conf dir is not itself a link
     into another's (MicroK8s' row, not `standard`'s /etc/cni/net.d linking to it); else the
     first."""
-    return sorted(pool, key=lambda layout: os.path.islink(under(root, layout.conf_dir)))[0]
+    return sorted(pool, key=lambda layout: os.path.islink(root.here(layout.conf_dir)))[0]
 
 
 def _found(
-    root: str, table: tuple[Layout, ...], present: Callable[[str, Layout], bool]
+    root: NodeRoot, table: tuple[Layout, ...], present: Callable[[NodeRoot, Layout], bool]
 ) -> list[Layout]:
     """The layouts `present(root, layout)` says are there; of rows sharing a conf dir, the
     one whose sign is there (or the one without a sign when no sign is)."""
@@ -287,20 +311,19 @@ def _found(
             by_dir.setdefault(layout.conf_dir, []).append(layout)
     found = []
     for group in by_dir.values():
-        signed = [g for g in group if g.sign and os.path.lexists(located(root, g.sign))]
+        signed = [g for g in group if g.sign and os.path.lexists(root.located(g.sign))]
         found += signed or [g for g in group if g.sign is None] or group
     return found
 
 
-def _has_conf(root: str, layout: Layout) -> bool:
+def _has_conf(root: NodeRoot, layout: Layout) -> bool:
     try:
-        return bool(confdir.conf_files(located(root, layout.conf_dir)))
-    except (NoConfError, OSError):
+        return bool(conf_names(root.located(layout.conf_dir)))
+    except (OSError, OutsideRootError):
         return False
 
 
-def _has_guard(root: str, layout: Layout) -> bool:
+def _has_guard(root: NodeRoot, layout: Layout) -> bool:
     return any(
-        os.path.lexists(os.path.join(located(root, d), bundle.LINK_NAME))
-        for d in layout.bin_dirs
+        os.path.lexists(os.path.join(root.located(d), PLUGIN_TYPE)) for d in layout.bin_dirs
     )

@@ -1,10 +1,10 @@
-"""cni_delguard/ops/assess/ranges.py: which range holds a runtime's version, as it reports it."""
+"""delguard_build/ranges.py: which range holds a runtime's version, as it reports it."""
 
 from __future__ import annotations
 
 import pytest
 
-from cni_delguard.ops.assess import ranges
+from delguard_build import ranges
 
 
 @pytest.mark.parametrize(

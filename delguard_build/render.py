@@ -9,7 +9,7 @@ of the run it came from (pure: text in, text out; tools/render-matrix.py reads a
 README's "Does it fix" table has a row per runtime range (ranges.RANGES) and a column per kind of
 plugin behind the guard (COLUMNS); each cell is verdict.brief(): the situations freed and those
 stuck either way. docs/compatibility.md's verdicts table has a column per measured chain
-(chains.MEASURED; the optional ones only when the matrix has their rows), each cell
+(chains.CHAINS; the optional ones only when the matrix has their rows), each cell
 verdict.lines(): only what the rows say, "not measured" where none. The per-chain tables have a
 row per scenario and a column per runtime version (outcome without the guard → with it; bold
 where the guard changes it; the DELs it kept from the delegate).
@@ -21,30 +21,22 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cni_delguard.ops.assess import chains, matrix, ranges, verdict
+from delguard_build import chains, matrix, ranges, verdict
 
-RECORD = "cni_delguard/ops/assess/matrix.json"
+RECORD = matrix.RECORD
 RUNTIME_NAMES = {"containerd": "containerd", "cri-o": "CRI-O"}
 DRIVER_NAMES = {"cri": "CRI calls written by the test", "kubelet": "a real kubelet",
                 "cluster": "a one-node cluster: API server, controllers, scheduler, kubelet"}
-DELEGATE_NAMES = {
-    "fake-stateful": "a delegate that fails DEL once it holds no state",
-    "multus-thin": "real multus thin, kube-ovn's conflist inline in `delegates`",
-    "multus-thin-path": "real multus thin, kube-ovn's conflist by its path in `clusterNetwork`",
-    "multus-thick": "real multus-shim and multus-daemon, `multusConfigFile: auto`",
-    "multus-thick-auto": "real multus thick in auto mode before real kube-ovn",
-    "multus-thick-auto-v4.2.3": "real multus v4.2.3 thick in auto mode before real kube-ovn",
-}
 MISSING = "-"
 
 
 def provenance(m: matrix.Matrix) -> str:
     if not m.rows:
-        return (f"`{RECORD}`, the file `cni-delguard assess` reads, holds no run yet (commit "
-                f"{m.short_commit}, date {m.date}): nothing below is measured.")
+        return (f"`{RECORD}`, the file `cni-delguard assess` takes its verdicts from, holds no "
+                f"run yet (commit {m.short_commit}, date {m.date}): nothing below is measured.")
     return (f"Rendered by `tools/render-matrix.py --write` from the end-to-end run of commit "
             f"`{m.short_commit}` on {m.date} (UTC), {len(m.rows)} rows: `{RECORD}`, the file "
-            "`cni-delguard assess` reads.")
+            "`cni-delguard assess` takes its verdicts from.")
 
 
 # --- README: does it fix my problem? -----------------------------------------------------------
@@ -56,7 +48,7 @@ class Column:
     chains that stand for it (each chain in one column; tests/unit)."""
 
     label: str
-    delegates: tuple[str, ...]
+    chains: tuple[str, ...]
     short: str  # as the sentence above the table names it
 
 
@@ -78,7 +70,7 @@ def in_short(m: matrix.Matrix) -> str:
     for c in COLUMNS:
         where = []
         for r in ranges.RANGES:
-            found = [verdict.verdict(m.rows, r, d) for d in c.delegates]
+            found = [verdict.verdict(m.rows, r, d) for d in c.chains]
             if any(v.named(verdict.FREED) for v in found):
                 where.append(r.label)
             odd |= any(v.named(verdict.WORSE, verdict.DISAGREE, verdict.CHANGED) for v in found)
@@ -103,10 +95,10 @@ def _markdown(line: str) -> str:
     return line
 
 
-def _versions(m: matrix.Matrix, where: ranges.Range, delegates: tuple[str, ...] | None = None
+def _versions(m: matrix.Matrix, where: ranges.Range, names: tuple[str, ...] | None = None
               ) -> list[str]:
     found = {r.version for r in m.rows if where.holds(r.runtime, r.version)
-             and (delegates is None or r.delegate in delegates)}
+             and (names is None or r.chain in names)}
     return sorted(found, key=lambda v: (ranges.sort_key(v), v))
 
 
@@ -114,8 +106,8 @@ def _short_cell(m: matrix.Matrix, where: ranges.Range, column: Column) -> str:
     """verdict.brief() of each chain of the column that ran in the range: once when they all say
     the same (but for the DELs kept, which some runs count and others not), else each under its
     chain's name; the versions when fewer than the row's."""
-    briefs = {d: verdict.brief(verdict.verdict(m.rows, where, d)) for d in column.delegates
-              if any(r.delegate == d and where.holds(r.runtime, r.version) for r in m.rows)}
+    briefs = {d: verdict.brief(verdict.verdict(m.rows, where, d)) for d in column.chains
+              if any(r.chain == d and where.holds(r.runtime, r.version) for r in m.rows)}
     if not briefs:
         return "not measured"
     said = list(briefs.values())
@@ -126,7 +118,7 @@ def _short_cell(m: matrix.Matrix, where: ranges.Range, column: Column) -> str:
         lines = stuck[0] + ([verdict.KEEPS] if any(verdict.KEEPS in b for b in said) else [])
     else:
         lines = [f"`{d}`: {'; '.join(b)}" for d, b in briefs.items()]
-    ran = _versions(m, where, column.delegates)
+    ran = _versions(m, where, column.chains)
     if ran != _versions(m, where):
         lines = [*lines, f"measured on: {', '.join(ran)}"]
     return "<br>".join(_markdown(line) for line in lines)
@@ -162,9 +154,9 @@ def _row_head(m: matrix.Matrix, where: ranges.Range) -> str:
 # --- docs/compatibility.md: the full verdicts, and every chain's table -------------------------
 
 
-def columns(m: matrix.Matrix) -> list[chains.Measured]:
-    present = {r.delegate for r in m.rows}
-    return [c for c in chains.MEASURED.values() if not c.optional or c.delegate in present]
+def columns(m: matrix.Matrix) -> list[chains.Chain]:
+    present = {r.chain for r in m.rows}
+    return [c for c in chains.CHAINS.values() if not c.optional or c.name in present]
 
 
 def verdicts(m: matrix.Matrix) -> str:
@@ -173,7 +165,7 @@ def verdicts(m: matrix.Matrix) -> str:
     cols = columns(m)
     table = _by_range(m, [c.label for c in cols], lambda where: [
         "<br>".join(_markdown(line)
-                    for line in verdict.lines(verdict.verdict(m.rows, where, c.delegate)))
+                    for line in verdict.lines(verdict.verdict(m.rows, where, c.name)))
         for c in cols])
     return "\n".join([provenance(m), "", *table]) + "\n"
 
@@ -202,16 +194,16 @@ def _table(rows: list[matrix.Row]) -> list[str]:
 
 
 def chain_tables(m: matrix.Matrix) -> str:
-    groups = sorted({(r.delegate, r.driver) for r in m.rows},
-                    key=lambda g: (matrix.DELEGATES.index(g[0]), matrix.DRIVERS.index(g[1])))
+    groups = sorted({(r.chain, r.driver) for r in m.rows},
+                    key=lambda g: (matrix.CHAINS.index(g[0]), matrix.DRIVERS.index(g[1])))
     out = [provenance(m), ""]
     if not groups:
         return "\n".join([*out, "The matrix holds no row yet."]) + "\n"
-    for delegate, driver in groups:
-        out.append(f"`{delegate}` ({DELEGATE_NAMES[delegate]}) behind the guard, driven by "
+    for name, driver in groups:
+        out.append(f"`{name}` ({chains.CHAINS[name].description}) behind the guard, driven by "
                    f"{DRIVER_NAMES[driver]} (without the guard → with it):")
         out.append("")
-        out.extend(_table([r for r in m.rows if (r.delegate, r.driver) == (delegate, driver)]))
+        out.extend(_table([r for r in m.rows if (r.chain, r.driver) == (name, driver)]))
         out.append("")
     return "\n".join(out)
 

@@ -1,0 +1,15 @@
+"""What only the tools and the tests need: never imported by cni_delguard, never frozen.
+
+The frozen bundle (packaging/cni-delguard.spec) collects cni_delguard alone; this package holds
+what turns the matrix of record and the rules' template into the files the product and the pages
+carry. tools/render-matrix.py and tools/render-rules.py run it; tests/unit checks it.
+
+| module | job |
+| --- | --- |
+| `matrix.py` | the matrix: rows, vocabularies, the file's shape, the file of record (matrix.json) |
+| `chains.py` | the chains the matrix ran, one row each, and what each stands for |
+| `verdict.py` | the derivation: one range and one chain -> what sticks, what is freed; its prose |
+| `verdicts.py` | every range and chain's verdict as the data file `cni-delguard assess` ships |
+| `render.py` | the Markdown of README's and docs/compatibility.md's tables |
+| `rules.py` | the alerting and recording rules, rendered from their template |
+"""
