@@ -1,6 +1,7 @@
 """The chains implement tests/support/chains.Chain (mypy does not read tests/, so this
 does): every member the protocol declares, with the protocol's parameters, and the matrix's
-chain names; where multus thick's daemon puts its socket. (What counts as it being ready: tests/support/daemon.py.)"""
+chain names; where multus thick's daemon puts its socket (its readiness:
+tests/support/daemon.py)."""
 
 from __future__ import annotations
 
