@@ -271,11 +271,12 @@ class Pod:
                 "ips": [{"version": "4", "interface": 0, "address": "10.16.0.5/16",
                          "gateway": "10.16.0.1"}]}
 
-    def cilium(self, command: str, timeout: float = 120) -> tuple[int, Any, str]:
+    def cilium(self, command: str, timeout: float = 120,
+               version: str = "0.3.1") -> tuple[int, Any, str]:
         """Run the real cilium-cni in the node's host netns: (exit code, stdout JSON, stderr)."""
         peer = peers.built_or_skip("cilium", "v1.19.1")
-        conf = {"cniVersion": "0.3.1", "name": "generic-veth", "type": "cilium-cni",
-                "prevResult": self.prev_result()}
+        conf = {"cniVersion": version, "name": "generic-veth", "type": "cilium-cni",
+                "prevResult": self.prev_result() | {"cniVersion": version}}
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "CNI_COMMAND": command,
                "CNI_CONTAINERID": CID, "CNI_NETNS": self.pod, "CNI_IFNAME": "eth0",
                "CNI_ARGS": CNI_ARGS, "CNI_PATH": str(self.node.tmp / "no-plugins")}
@@ -337,8 +338,12 @@ def test_real_plugin_add_and_del_with_the_agent_up(pod: Pod) -> None:
         rc, out, err = pod.cilium("ADD")
         assert (rc, out["code"]) == (1, 999), "a second ADD of the attachment: the agent's 400"
         assert "already exists" in out["msg"], out
+        # CHECK (which a runtime sends from cniVersion 0.4.0 on): the endpoint's health
+        assert pod.cilium("CHECK", version="1.0.0")[:2] == (0, None)
         for _ in range(2):  # the second DEL finds nothing: the agent's 404 is success
             assert pod.cilium("DEL")[:2] == (0, None)
+        rc, out, _ = pod.cilium("CHECK", version="1.0.0")
+        assert (rc, out["code"], out["msg"]) == (1, 100, "HealthzFailed"), out
         deletes = [r["status"] for r in agent.record() if r.get("method") == "DELETE"]
         assert deletes == [200, 404]
         assert list(pod.queue.glob("*.delete")) == []
