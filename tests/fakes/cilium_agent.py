@@ -47,7 +47,8 @@ more (paths in github.com/cilium/cilium at v1.19.1):
 Modes are its process's life, as the agent's are:
     up      running: answers as above
     down    stopped with SIGTERM: the socket goes (a Go unix listener removes its path on close),
-            the runtime dir and the queue stay (hostPath)
+            the runtime dir and the queue stay (a hostPath: cozystack v1.2.0's chart,
+            charts/cilium/templates/cilium-agent/daemonset.yaml:877-880)
     stale   killed with SIGKILL: the socket file stays and refuses connections
     booting started with --start-after SECONDS: the old socket is removed at once, the API binds
             only then (after replaying the queue)
