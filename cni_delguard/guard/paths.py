@@ -1,4 +1,5 @@
-"""Where a config may point the guard: the path rule (docs/configuration.md#the-path-rule; the threat: docs/RELIABILITY.md).
+"""Where a config may point the guard: the path rule (docs/configuration.md#the-path-rule; the
+threat it answers: docs/RELIABILITY.md).
 
 Who writes a guard config is not only the node's admin: in a multus cluster anyone who may create
 a NetworkAttachmentDefinition can write one of type cni-delguard, and the guard runs as root. So
