@@ -60,8 +60,8 @@ def tool(name: str) -> str:
     found = shutil.which(name)
     if found is None:
         if os.environ.get("CI"):
-            pytest.fail(f"{name} missing: tools/install-test-deps.sh installs Debian's prometheus")
-        pytest.skip(f"no {name} (Debian's prometheus: tools/install-test-deps.sh)")
+            pytest.fail(f"{name} missing: tools/install-deps.sh test installs Debian's prometheus")
+        pytest.skip(f"no {name} (Debian's prometheus: tools/install-deps.sh test)")
     return found
 
 
