@@ -19,8 +19,11 @@ go=$(tools/install-go.sh)
 PATH=$(dirname "$go"):$PATH
 # The real peers (multus, the runtimes, ...) of peers/pins.tsv, each built once and cached.
 tools/install-peers.sh
-# Debian's kubectl (trixie) for `kubectl kustomize` in the manifest tests, under .cache/.
-KUBECTL=$(tools/install-kubectl.sh)
+# Debian's kubectl (trixie) for `kubectl kustomize` in the manifest tests, unpacked under .cache/,
+# never installed: the machine may have another package named kubectl (Google's), which dpkg
+# would replace.
+KUBECTL=$(tools/unpack-deb.sh kubectl/trixie usr/bin/kubectl)
+"$KUBECTL" version --client >/dev/null
 export KUBECTL
 # Debian's docker-registry (bookworm), the OCI registry the Helm chart is pushed to and installed
 # from in its tests, unpacked under .cache/ (its service is never installed or started).
