@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from cni_delguard.ops.assess import verdicts as shipped
-from delguard_build import generated, matrix, rules
+from delguard_build import matrix, rules
 
 REPO = Path(__file__).resolve().parents[1]
 TOOL = REPO / "tools" / "render.py"
@@ -54,15 +54,6 @@ def test_a_stale_overlay_is_found_and_written_again(tmp_path: Path) -> None:
     assert yaml.safe_load(text)["metadata"]["annotations"]["cni-delguard/scrape-interval"] == "60s"
     assert "[4m]" in text  # four intervals
     assert render("--check", "--overlay", str(tmp_path)).returncode == 0
-
-
-def test_a_page_that_lost_its_table_is_stale(tmp_path: Path) -> None:
-    """The keys group's output differs from a page whose table was edited by hand."""
-    (found,) = generated.outputs(REPO, ["keys"])
-    assert not found.stale
-    edited = generated.Output(found.path, found.now.replace("| `mode` |", "| `mood` |")
-                              if found.now else None, found.wanted)
-    assert edited.stale and "mood" in generated.diff(edited, REPO)
 
 
 def test_an_unknown_group_is_refused() -> None:
