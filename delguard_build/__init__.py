@@ -2,7 +2,7 @@
 
 The frozen bundle (packaging/cni-delguard.spec) collects cni_delguard alone; this package holds
 what turns the matrix of record and the rules' template into the files the product and the pages
-carry. tools/render-matrix.py and tools/render-rules.py run it; tests/unit checks it.
+carry. tools/render.py runs it (generated.py lists what it writes); tests/unit checks it.
 
 | module | job |
 | --- | --- |
@@ -12,4 +12,6 @@ carry. tools/render-matrix.py and tools/render-rules.py run it; tests/unit check
 | `verdicts.py` | every range and chain's verdict as the data file `cni-delguard assess` ships |
 | `render.py` | the Markdown of README's and docs/compatibility.md's tables |
 | `rules.py` | the alerting and recording rules, rendered from their template |
+| `keys.py` | docs/configuration.md's keys table, rendered from the config model |
+| `generated.py` | every generated file and what it should hold, by group (tools/render.py) |
 """

@@ -4,7 +4,7 @@ One row per (runtime, version, chain, driver, scenario, guard): its outcome, the
 and, with the guard, how many DELs the guard answered without calling its delegate (`kept`, from
 its decision log). A chain is what sat behind the guard in the run (chains.py). The e2e suites
 write a run's rows into .cache/e2e/matrix.json (tests/support/matrix.py);
-`tools/render-matrix.py --write` copies a run's file here as the file of record (matrix.json
+`tools/render.py --record` copies a run's file here as the file of record (matrix.json
 beside this module), from which README.md and docs/compatibility.md render and the verdicts
 `cni-delguard assess` ships are derived (verdicts.py). The file names the commit of the checkout
 the run came from ("+dirty" when its tree had changes) and the UTC date of the run:

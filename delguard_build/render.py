@@ -1,6 +1,6 @@
 """The matrix of record as Markdown: README's "Does it fix my problem?" table and the per-chain
 tables of docs/compatibility.md, each between its markers, each naming the commit and the date
-of the run it came from (pure: text in, text out; tools/render-matrix.py reads and writes).
+of the run it came from (pure: text in, text out; tools/render.py reads and writes).
 
     TARGETS                   the pages, their markers and what renders between them
     render(target, matrix)    the text between the target's markers
@@ -34,7 +34,7 @@ def provenance(m: matrix.Matrix) -> str:
     if not m.rows:
         return (f"`{RECORD}`, the file `cni-delguard assess` takes its verdicts from, holds no "
                 f"run yet (commit {m.short_commit}, date {m.date}): nothing below is measured.")
-    return (f"Rendered by `tools/render-matrix.py --write` from the end-to-end run of commit "
+    return (f"Rendered by `tools/render.py --record` from the end-to-end run of commit "
             f"`{m.short_commit}` on {m.date} (UTC), {len(m.rows)} rows: `{RECORD}`, the file "
             "`cni-delguard assess` takes its verdicts from.")
 

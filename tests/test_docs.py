@@ -5,18 +5,16 @@ README was split is still somewhere), and nothing a page names is missing from t
 of `cni-delguard` (read from its argparse parsers at test time, so a rename fails here), a guard
 config key (the pydantic model's), a chart value (values.yaml's), a path under the repository, a
 `tools/...` command and its flags, a `python -m` module. The keys table of docs/configuration.md
-is the render of the config model (tools/render-config-keys.py --write).
+is the render of the config model (tools/render.py, checked by tests/test_render.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -134,22 +132,6 @@ def test_the_pages_keep_to_their_word_budget() -> None:
 
 
 # --- What the pages name, against the code -----------------------------------------------------
-
-def _tool(name: str) -> ModuleType:
-    path = REPO / "tools" / name
-    spec = importlib.util.spec_from_file_location(name.replace("-", "_").removesuffix(".py"), path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_keys_table_is_the_render_of_the_config_model() -> None:
-    render = _tool("render-config-keys.py")
-    changes = render.diff(render.PAGE.read_text(encoding="utf-8"))
-    assert not changes, f"docs/configuration.md's keys table is stale: " \
-                        f"tools/render-config-keys.py --write\n{changes}"
-
 
 def _parsers() -> dict[str, set[str]]:
     """Each subcommand's long flags, and "" for the top level, from the CLI's own parsers."""

@@ -1,10 +1,9 @@
 """The pages' tables are the render of the matrix of record, and the matrix of record is what the
 suites measure: README cannot claim a cell the suite did not measure.
 
-- README.md's "Does it fix my problem?" table and docs/compatibility.md's per-chain tables are
-  exactly delguard_build/render.py of delguard_build/matrix.json, commit and date included, and
-  the verdicts `cni-delguard assess` ships (cni_delguard/ops/assess/verdicts.json) are exactly
-  delguard_build/verdicts.py of the same file (tools/render-matrix.py --render writes both).
+- README.md's "Does it fix my problem?" table, docs/compatibility.md's tables and the verdicts
+  `cni-delguard assess` ships are the render of delguard_build/matrix.json: tests/test_render.py
+  (tools/render.py --check).
 - The run's matrix (.cache/e2e/matrix.json, which the e2e suites fill as they run) and the file
   of record hold the same cases with the same outcomes, and the guard kept a DEL from the
   delegate in the same cases; the seconds, the exact counts, the commit and the date may differ.
@@ -12,7 +11,7 @@ suites measure: README cannot claim a cell the suite did not measure.
   (tools/test.sh, CI) it checks the matrix that very run wrote (tools/test.sh removes the
   previous one first). Without a run's matrix it is skipped in the quick loop, and fails under
   CI, where the e2e suites have just run. When they differ and the run is the one to publish:
-  tools/render-matrix.py --write.
+  tools/render.py --record.
 """
 
 from __future__ import annotations
@@ -21,28 +20,10 @@ import os
 
 import pytest
 
-from cni_delguard.ops.assess import verdicts as shipped
-from delguard_build import matrix, render, verdicts
+from delguard_build import matrix, render
 from tests.support import matrix as run_matrix
 
 REPO = run_matrix.REPO
-
-
-@pytest.mark.parametrize("target", render.TARGETS, ids=lambda t: t.page)
-def test_each_page_is_the_render_of_the_file_of_record(target: render.Target) -> None:
-    record = matrix.record()
-    page = (REPO / target.page).read_text(encoding="utf-8")
-    changes = render.diff(page, target, record)
-    assert not changes, (f"{target.page} is not the render of {render.RECORD}: "
-                         f"tools/render-matrix.py --render\n{changes}")
-    assert record.short_commit in page and record.date in page
-
-
-def test_the_shipped_verdicts_are_those_of_the_file_of_record() -> None:
-    text = (REPO / verdicts.TARGET).read_text(encoding="utf-8")
-    assert text == verdicts.dumps(matrix.record()), (
-        f"{verdicts.TARGET} is not built from {matrix.RECORD}: tools/render-matrix.py --render")
-    assert shipped.shipped().commit == matrix.record().commit  # what assess reads is that file
 
 
 def _cases(m: matrix.Matrix) -> dict[tuple[str, str, str, str, str, bool], tuple[str, bool]]:
@@ -65,6 +46,6 @@ def test_the_run_measured_what_the_file_of_record_says() -> None:
                     if ran[k] != claimed[k])
     assert not (missing or extra or differ), (
         f"the run ({run.commit}, {run.date}) and {render.RECORD} ({record.commit}, "
-        f"{record.date}) differ; if the run is the one to publish, tools/render-matrix.py "
-        f"--write\nnot run: {missing}\nnot in the record: {extra}\n"
+        f"{record.date}) differ; if the run is the one to publish, tools/render.py "
+        f"--record\nnot run: {missing}\nnot in the record: {extra}\n"
         f"(case, recorded (outcome, kept), run): {differ}")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # binfmt.sh ARCH: make this machine run ARCH's programs (Debian's dpkg arch name, e.g. arm64)
-# through qemu-user: installs Debian's qemu-user-static and binfmt-support when missing, mounts
-# binfmt_misc when it is not mounted, and enables the handler. Idempotent; as root.
+# through qemu-user: installs Debian's qemu-user-static and binfmt-support when missing
+# (tools/install-deps.sh qemu), mounts binfmt_misc when it is not mounted, and enables the
+# handler. Idempotent; as root.
 set -euo pipefail
 
 arch=${1:?usage: binfmt.sh ARCH}
@@ -12,16 +13,7 @@ case $arch in
 esac
 log() { printf 'binfmt: %s\n' "$*" >&2; }
 
-missing=()
-for p in qemu-user-static binfmt-support; do
-    dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    log "installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get -o DPkg::Lock::Timeout=600 update -qq
-    apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+"$(dirname "$0")/install-deps.sh" qemu
 if [ ! -e /proc/sys/fs/binfmt_misc/status ]; then
     mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
 fi

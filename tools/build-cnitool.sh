@@ -29,7 +29,7 @@ import_path=github.com/containernetworking/cni
 log() { printf 'build-cnitool: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
-command -v go >/dev/null || die "go not found: install golang-go (tools/install-test-deps.sh)"
+command -v go >/dev/null || die "go not found: install golang-go (tools/install-deps.sh demo)"
 command -v dpkg-source >/dev/null || die "dpkg-source not found: install dpkg-dev"
 
 mkdir -p "$cache"

@@ -30,7 +30,7 @@ if [ -f "$dest/.complete" ]; then
     echo "$dest"
     exit 0
 fi
-command -v debootstrap >/dev/null || { log "debootstrap not found (apt-get install debootstrap)"; exit 1; }
+command -v debootstrap >/dev/null || { log "debootstrap not found (tools/install-deps.sh demo)"; exit 1; }
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
 flock 9

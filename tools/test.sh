@@ -12,18 +12,18 @@ cd "$repo"
 
 [ "$(id -u)" -eq 0 ] || { echo "test.sh: run as root (network namespaces, containerd)" >&2; exit 1; }
 
-tools/install-test-deps.sh
-tools/install-e2e-deps.sh
+# Debian's packages and what the suites build from them (tools/deps.tsv says what needs each).
+tools/install-deps.sh test
 # A Go that can build the peers: the machine's, else bookworm-backports' and a pinned toolchain.
 go=$(tools/install-go.sh)
 PATH=$(dirname "$go"):$PATH
 # The real peers (multus, the runtimes, ...) of peers/pins.tsv, each built once and cached.
 tools/install-peers.sh
-# The installer image is built and run with Debian's buildah/podman (tools/build-image.sh).
-DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends buildah podman runc >/dev/null
-# Debian's kubectl (trixie) for `kubectl kustomize` in the manifest tests, under .cache/.
-KUBECTL=$(tools/install-kubectl.sh)
+# Debian's kubectl (trixie) for `kubectl kustomize` in the manifest tests, unpacked under .cache/,
+# never installed: the machine may have another package named kubectl (Google's), which dpkg
+# would replace.
+KUBECTL=$(tools/unpack-deb.sh kubectl/trixie usr/bin/kubectl)
+"$KUBECTL" version --client >/dev/null
 export KUBECTL
 # Debian's docker-registry (bookworm), the OCI registry the Helm chart is pushed to and installed
 # from in its tests, unpacked under .cache/ (its service is never installed or started).

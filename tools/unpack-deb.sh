@@ -7,8 +7,8 @@
 #
 #   tools/unpack-deb.sh PACKAGE[/SUITE] PATH    prints <repo>/.cache/PACKAGE/PATH, the tool
 #
-# Idempotent: when PATH is there already it only prints it. tools/install-kubectl.sh (kubectl from
-# trixie) and tools/test.sh (docker-registry, the OCI registry the chart is pushed to) use it.
+# Idempotent: when PATH is there already it only prints it. tools/test.sh uses it for kubectl
+# (trixie's) and docker-registry (the OCI registry the chart is pushed to).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)

@@ -41,7 +41,7 @@ def _why_no_runtime_can_run() -> str | None:
     if os.geteuid() != 0:
         return "CRI end-to-end tests need root"
     if shutil.which("unshare") is None:
-        return "missing unshare: run tools/install-e2e-deps.sh as root"
+        return "missing unshare: run tools/install-deps.sh test as root"
     probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"],
                            capture_output=True, text=True, check=False)
     if probe.returncode != 0:

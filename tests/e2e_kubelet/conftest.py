@@ -40,7 +40,7 @@ def why_not_here() -> str | None:
         return "the kubelet suite needs root"
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
-        return f"missing {', '.join(missing)}: run tools/install-e2e-deps.sh as root"
+        return f"missing {', '.join(missing)}: run tools/install-deps.sh test as root"
     probe = subprocess.run(["unshare", "--mount", "--net", "--propagation", "private", "true"],
                            capture_output=True, text=True, check=False)
     if probe.returncode != 0:

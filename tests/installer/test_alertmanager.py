@@ -29,7 +29,7 @@ BY = re.compile(r"\bby \(([^)]*)\)")
 def amtool() -> str:
     found = shutil.which("amtool")
     if found is None:
-        pytest.fail("no amtool: tools/install-test-deps.sh installs prometheus-alertmanager")
+        pytest.fail("no amtool: tools/install-deps.sh test installs prometheus-alertmanager")
     return found
 
 

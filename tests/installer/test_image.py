@@ -5,7 +5,7 @@ amd64 and arm64 with one manifest list naming both; the arm64 variant runs here 
 
 Marked `image` (select with -m image, leave out with -m "not image"): it builds the image with
 buildah from a debootstrap base, a few minutes the first time. Skipped without root, buildah,
-podman or debootstrap (apt-get install buildah podman debootstrap runc).
+podman or debootstrap (tools/install-deps.sh test).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 (offline) and consistent with the CLI.
 
 The overlays are rendered with `kubectl kustomize` from Debian's kubectl (trixie), which
-tools/install-kubectl.sh unpacks under .cache/ (tools/test.sh runs it; KUBECTL overrides).
+tools/unpack-deb.sh unpacks under .cache/ (tools/test.sh runs it; KUBECTL overrides).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A real Prometheus server (Debian's, tools/install-test-deps.sh) for one test: its own config,
+"""A real Prometheus server (Debian's, tools/install-deps.sh test) for one test: its own config,
 data dir and port on loopback, stopped and removed when the test ends, pass or fail. The
 package's own service is never used or started."""
 
@@ -23,7 +23,7 @@ __all__ = ["Prometheus", "binary", "free_port"]  # free_port: test_runbooks impo
 def binary() -> str:
     found = shutil.which("prometheus")
     if found is None:
-        pytest.fail("no prometheus server: tools/install-test-deps.sh installs Debian's")
+        pytest.fail("no prometheus server: tools/install-deps.sh test installs Debian's")
     return found
 
 

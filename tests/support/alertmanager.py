@@ -1,4 +1,4 @@
-"""A real Alertmanager (Debian's prometheus-alertmanager, tools/install-test-deps.sh) for one test:
+"""A real Alertmanager (Debian's prometheus-alertmanager, tools/install-deps.sh test) for one test:
 its own config, data dir and port on loopback, stopped when the test ends, pass or fail; the
 package's own service is never used or started. `api` speaks its v2 API."""
 
@@ -22,7 +22,7 @@ def running(workdir: Path, config: dict) -> Iterator[str]:
     """Alertmanager with `config`; yields its URL."""
     binary = shutil.which("prometheus-alertmanager")
     if binary is None:
-        pytest.fail("no Alertmanager: tools/install-test-deps.sh installs Debian's")
+        pytest.fail("no Alertmanager: tools/install-deps.sh test installs Debian's")
     port = free_port()
     path = workdir / "alertmanager.yml"
     path.write_text(yaml.safe_dump(config))

@@ -63,7 +63,7 @@ def base_env() -> dict[str, str]:
 
 
 def ensure_mount_point() -> None:
-    """The bind needs /var/lib/cni to exist (tools/install-test-deps.sh makes it too)."""
+    """The bind needs /var/lib/cni to exist (tools/install-deps.sh test makes it too)."""
     LIBCNI_CACHE_DIR.mkdir(parents=True, exist_ok=True)
 
 

@@ -7,7 +7,7 @@ here reaches the host) and mounts a fresh tmpfs over /var/log and over /var/lib/
 test starts (the guard, cnitool, containerd) inherits that namespace, and in-process code runs in
 it: a guard that falls back to its default log or state dir (a config it cannot read) writes into
 the session's tmpfs, never into the host's dirs. /var/lib/cni is made when missing, as
-tools/install-test-deps.sh makes it for cnitool's binds; the guard's own dirs never are.
+tools/install-deps.sh test makes it for cnitool's binds; the guard's own dirs never are.
 
 `snapshot()`: what is inside those dirs *on the host*: every entry's path, type, mode, owner, size
 and mtime, read through a descriptor of the host's root opened before the namespace was made, so

@@ -1,7 +1,7 @@
 """The installer's kustomize overlays as `kubectl kustomize` renders them, offline.
 
-kubectl is Debian's (trixie), unpacked under .cache/ by tools/install-kubectl.sh (tools/test.sh
-runs it; KUBECTL overrides). Used by the manifest tests and by the kubelet suite, which runs the
+kubectl is Debian's (trixie), unpacked under .cache/ by tools/unpack-deb.sh (tools/test.sh runs
+it; KUBECTL overrides). Used by the manifest tests and by the kubelet suite, which runs the
 DaemonSet's pod template as a static pod.
 """
 
@@ -22,7 +22,8 @@ KUSTOMIZE = REPO / "installer" / "kustomize"
 def kubectl() -> str:
     found = os.environ.get("KUBECTL") or str(REPO / ".cache/kubectl/usr/bin/kubectl")
     if not os.access(found, os.X_OK):
-        pytest.skip("no Debian kubectl: run tools/install-kubectl.sh (tools/test.sh does)")
+        pytest.skip("no Debian kubectl: run tools/unpack-deb.sh kubectl/trixie usr/bin/kubectl "
+                    "(tools/test.sh does)")
     return found
 
 

@@ -5,7 +5,7 @@ row, its closed vocabularies, the file's shape). Rows go into .cache/e2e/matrix.
 (DELGUARD_E2E_CACHE moves the dir), one per key, a later run's row replacing an earlier one's,
 under the commit of this checkout (`git rev-parse HEAD`, "+dirty" when `git status` shows any
 change) and the UTC date. Rows recorded under another commit are kept and the file then says
-both commits ("A + B"): `tools/render-matrix.py --write`, which makes such a run the file of
+both commits ("A + B"): `tools/render.py --record`, which makes such a run the file of
 record (delguard_build/matrix.json) that README and docs/compatibility.md render,
 refuses a file of several commits (tools/test.sh starts every run from an empty matrix).
 """

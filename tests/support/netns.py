@@ -23,7 +23,7 @@ def available() -> str | None:
         return "needs root for ip netns"
     for tool in ("ip", "iptables-save", "unshare", "mount"):
         if shutil.which(tool) is None:
-            return f"{tool} not found (tools/install-test-deps.sh installs it)"
+            return f"{tool} not found (tools/install-deps.sh test installs it)"
     return None
 
 

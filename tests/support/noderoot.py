@@ -23,7 +23,7 @@ import pytest
 
 from tests.support.mounts import mount, umount
 
-BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static (tools/install-test-deps.sh)
+BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static (tools/install-deps.sh test)
 NEEDS_ROOT = "runs the plugin chrooted into the node's root, as the installer does: needs root"
 
 
@@ -37,7 +37,7 @@ def with_shell(root: Path) -> Path:
     needs_root()
     if not BUSYBOX.is_file():
         pytest.fail(f"{BUSYBOX} is missing: install Debian's busybox-static "
-                    "(tools/install-test-deps.sh)")
+                    "(tools/install-deps.sh test)")
     bin_dir = root / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     shutil.copy2(BUSYBOX, bin_dir / "busybox")

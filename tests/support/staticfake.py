@@ -20,7 +20,7 @@ def build(out: Path, goarch: str | None = None) -> Path:
     """Build it to `out` for `goarch` (default: this machine's arch); return `out`."""
     go = shutil.which("go")
     if go is None:
-        raise FileNotFoundError("go not found: install golang-go (tools/install-test-deps.sh)")
+        raise FileNotFoundError("go not found: install golang-go (tools/install-deps.sh test)")
     env = os.environ | {
         "CGO_ENABLED": "0",
         "GO111MODULE": "off",

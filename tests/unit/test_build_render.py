@@ -169,9 +169,9 @@ def test_a_page_without_its_markers_is_refused(page: str) -> None:
 
 
 def test_a_begin_marker_may_carry_a_note() -> None:
-    page = "a\n<!-- fixes:begin (rendered by tools/render-matrix.py) -->\nold\n<!-- fixes:end -->\n"
+    page = "a\n<!-- fixes:begin (rendered by tools/render.py) -->\nold\n<!-- fixes:end -->\n"
     before, between, after = render.split(page, render.README)
-    assert before == "a\n<!-- fixes:begin (rendered by tools/render-matrix.py) -->"
+    assert before == "a\n<!-- fixes:begin (rendered by tools/render.py) -->"
     assert (between, after) == ("\nold\n", "<!-- fixes:end -->\n")
 
 

@@ -281,8 +281,8 @@ def promtool_or_skip() -> str:
     found = shutil.which("promtool")
     if found is None:
         if os.environ.get("CI"):
-            pytest.fail("promtool missing: tools/install-test-deps.sh installs Debian's prometheus")
-        pytest.skip("no promtool (Debian's prometheus: tools/install-test-deps.sh)")
+            pytest.fail("promtool missing: tools/install-deps.sh test installs Debian's prometheus")
+        pytest.skip("no promtool (Debian's prometheus: tools/install-deps.sh test)")
     return found
 
 

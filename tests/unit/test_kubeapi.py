@@ -18,7 +18,7 @@ from tests.support.kubeapi import KubeAPI
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[KubeAPI]:
     if shutil.which("openssl") is None:
-        pytest.skip("openssl not found (tools/install-test-deps.sh installs it)")
+        pytest.skip("openssl not found (tools/install-deps.sh test installs it)")
     server = KubeAPI(tmp_path)
     server.start()
     try:

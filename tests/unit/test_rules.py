@@ -57,3 +57,38 @@ def test_settings_the_rules_cannot_hold_are_refused(settings):
 def test_a_token_no_renderer_knows_is_refused_rather_than_left_in_the_rules():
     with pytest.raises(rules.SettingsError, match=r"\$\{window\}"):
         rules.render("max_over_time(x[${window}])", rules.Settings())
+
+
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        pytest.param({"kind": "MonitoringSettings", "spec": {}}, rules.Settings(), id="defaults"),
+        pytest.param({"kind": "MonitoringSettings",
+                      "spec": {"scrapeInterval": "60s", "clusterLabel": "cluster"}},
+                     rules.Settings(interval="60s", cluster="cluster"), id="both-set"),
+        pytest.param({"kind": "MonitoringSettings", "spec": {"clusterLabel": None}},
+                     rules.Settings(), id="empty-label"),
+    ],
+)
+def test_an_overlays_settings_are_read(doc, expected):
+    assert rules.settings_of(doc) == expected
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        pytest.param(None, id="empty-file"),
+        pytest.param({"kind": "ConfigMap", "spec": {}}, id="another-kind"),
+        pytest.param({"kind": "MonitoringSettings", "spec": ["15s"]}, id="spec-not-a-mapping"),
+        pytest.param({"kind": "MonitoringSettings", "spec": {"scrapeInterval": "soon"}},
+                     id="bad-interval"),
+    ],
+)
+def test_settings_that_are_not_an_overlays_are_refused(doc):
+    with pytest.raises(rules.SettingsError):
+        rules.settings_of(doc)
+
+
+def test_an_overlays_rules_say_they_are_generated():
+    text = rules.overlay("for: ${4i}\n", rules.Settings())
+    assert text == rules.HEADER + "for: 1m\n" and "do not edit" in text

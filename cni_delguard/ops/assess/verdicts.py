@@ -1,7 +1,7 @@
 """The verdicts this build ships (verdicts.json beside this module): data, read as it is.
 
 delguard_build/verdicts.py works each (runtime range, chain) out of the matrix of record when
-tools/render-matrix.py renders the pages, and writes it with the ranges and chains it names. A
+tools/render.py renders the pages, and writes it with the ranges and chains it names. A
 file that is not this document is a build that cannot assess (VerdictsError), never half one.
 """
 

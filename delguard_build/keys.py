@@ -1,35 +1,25 @@
-#!/usr/bin/env python3
-"""render-config-keys.py: docs/configuration.md's table of the guard's config keys, from the code.
+"""docs/configuration.md's table of the guard's config keys, rendered from the code.
 
-    tools/render-config-keys.py            print the table
-    tools/render-config-keys.py --write    write it into docs/configuration.md, between its markers
-    tools/render-config-keys.py --check    exit 1 with a diff when the page holds another table
+    table()           the table (Markdown)
+    rendered(page)    the page with the table between its markers replaced by the current one
 
 The keys are the pydantic model's (cni_delguard/guard/models.py, GuardConf), minus the ones CNI
 itself defines; the defaults are the ones a config that leaves a key out gets
 (cni_delguard/guard/config.py, Defaults, from guard/defaults.py); the limits that a meaning quotes
 (the allowed places, the log's size) are read from the modules that enforce them. Only each key's
 meaning is prose, here: a key the model gains without a meaning here, or a meaning for a key the
-model lost, stops the render. The timeouts' values are not repeated: they and the rule that sets
-them are docs/how-it-decides.md's "Timeouts". tests/test_docs.py runs --check's comparison.
+model lost, stops the render (KeysError). The timeouts' values are not repeated: they and the rule
+that sets them are docs/how-it-decides.md's "Timeouts". tools/render.py writes and checks it.
 """
 
 from __future__ import annotations
 
-import argparse
-import difflib
 import json
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from cni_delguard.guard import config, defaults, log, models, paths
 
-from cni_delguard.guard import config, defaults, log, models, paths  # noqa: E402 (this checkout)
-
-PAGE = REPO / "docs" / "configuration.md"
-BEGIN = ("<!-- keys:begin (tools/render-config-keys.py --write renders this from the config "
-         "model) -->")
+PAGE = "docs/configuration.md"  # relative to the repository
+BEGIN = "<!-- keys:begin (tools/render.py --write keys renders this from the config model) -->"
 END = "<!-- keys:end -->"
 
 # CNI's own keys (the spec's network config): not the guard's to document.
@@ -38,6 +28,10 @@ CNI_KEYS = frozenset({"cniVersion", "name", "type", "capabilities", "runtimeConf
 
 def _places(prefixes: tuple[str, ...]) -> str:
     return " or ".join(f"`{p}`" for p in prefixes)
+
+
+class KeysError(ValueError):
+    """The model and the meanings here differ, or the page lacks its markers."""
 
 
 def meanings() -> dict[str, str]:
@@ -96,8 +90,8 @@ def table() -> str:
     unexplained = sorted(set(keys) - set(meaning))
     gone = sorted(set(meaning) - set(keys))
     if unexplained or gone:
-        raise SystemExit(f"{__file__}: the model's keys and the meanings here differ: "
-                         f"no meaning for {unexplained}, no key for {gone}")
+        raise KeysError(f"the config model's keys and delguard_build/keys.py's meanings differ: "
+                        f"no meaning for {unexplained}, no key for {gone}")
     rows = ["| key | default | meaning |", "| --- | --- | --- |"]
     rows += [f"| `{k}` | {default[k]} | {meaning[k]} |" for k in keys]
     return "\n".join(rows) + "\n"
@@ -106,36 +100,7 @@ def table() -> str:
 def rendered(page: str) -> str:
     """The page with the table between its markers replaced by the current one."""
     if page.count(BEGIN) != 1 or page.count(END) != 1 or page.index(END) < page.index(BEGIN):
-        raise SystemExit(f"{PAGE.relative_to(REPO)} needs one {BEGIN} and one {END} after it")
+        raise KeysError(f"{PAGE} needs one {BEGIN} and one {END} after it")
     before, rest = page.split(BEGIN)
     _, after = rest.split(END)
     return f"{before}{BEGIN}\n{table()}{END}{after}"
-
-
-def diff(page: str) -> str:
-    """What --write would change ("" when the page holds the current table)."""
-    return "".join(difflib.unified_diff(page.splitlines(keepends=True),
-                                        rendered(page).splitlines(keepends=True),
-                                        str(PAGE.relative_to(REPO)), "rendered from the model"))
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    what = parser.add_mutually_exclusive_group()
-    what.add_argument("--write", action="store_true", help="write the table into the page")
-    what.add_argument("--check", action="store_true", help="exit 1 when the page differs")
-    args = parser.parse_args(argv)
-    page = PAGE.read_text(encoding="utf-8")
-    if args.write:
-        PAGE.write_text(rendered(page), encoding="utf-8")
-    elif args.check:
-        changes = diff(page)
-        sys.stdout.write(changes)
-        return 1 if changes else 0
-    else:
-        sys.stdout.write(table())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
