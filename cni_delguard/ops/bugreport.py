@@ -13,7 +13,7 @@ LOG_TAIL bytes only. Redacted (ops/redact.py): every other plugin's fields by na
 `--include-plugin-config`, and whatever looks like a secret everywhere, that flag or not.
 
 Every node path is taken through `--root`: the dirs doctor finds (the node's own links resolved
-inside the root, as the node resolves them: options.located), then opened one component at a
+inside the root, as the node resolves them: NodeRoot.located), then opened one component at a
 time from the root without following any link (a link is listed, never read through), each file
 read no-follow and bounded (fsutil.read_regular).
 """
