@@ -20,7 +20,8 @@ then says so on stderr, which the runtime records.
 - a record is bounded: a text longer than MAX_TEXT characters (a delegate's error message, for
   one) is cut, its full length noted in it, and a record still over MAX_RECORD bytes keeps only
   the fields that say which attachment and decision it was; each network is held to its budget
-  (logbudget.py), so that one network cannot rotate the others' records away;
+  (logbudget.py): past it, its records keep their decision and reason but lose every text a
+  delegate chose, so that one network's delegate cannot rotate the others' records away;
 - what goes to stderr (the runtime's journal) is escaped as the log's JSON is: a path or reason
   a config chose cannot forge a line there;
 - a record is one write() on an O_APPEND descriptor, so records of concurrent plugin processes
@@ -52,6 +53,10 @@ MAX_TEXT = 2000
 MAX_RECORD = 16 * 1024
 # What a record over MAX_RECORD keeps.
 _ESSENTIAL = ("ts", "level", "command", "containerID", "ifname", "network", "pod", "decision")
+# What a record of a network past its log budget keeps (logbudget.py): which attachment, the
+# decision and its reason (the guard's own words, cut short), the error's code, not its text.
+_SHORT = (*_ESSENTIAL, "evidence", "mode", "durationMs")
+_SHORT_REASON = 200
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 # Every record the guard writes starts so: the mark of a file the guard itself wrote.
 RECORD_START = b'{"ts": "'
@@ -114,8 +119,6 @@ class Logger:
             fd, size = _open(dir_fd, name, path)  # refused: nothing is made beside it
             try:
                 line = self._charged(dir_fd, name, record)
-                if line is None:
-                    return
                 _write_record(fd, line)
                 if size + len(line) > MAX_BYTES:
                     _rotate(dir_fd, name, fd)
@@ -125,21 +128,23 @@ class Logger:
             os.close(dir_fd)
 
     @staticmethod
-    def _charged(dir_fd: int, name: str, record: dict[str, object]) -> bytes | None:
-        """The record's line as its network's budget allows it (logbudget.py): itself, the
-        budget's note in its place, or None (dropped)."""
+    def _charged(dir_fd: int, name: str, record: dict[str, object]) -> bytes:
+        """The record's line as its network's budget allows it (logbudget.py): whole, or past
+        the budget its short form (every decision stays logged, with its reason; the texts a
+        delegate chose go), the first one after the budget's note."""
         from cni_delguard.guard import logbudget
 
         line = _line(record)
         charge = logbudget.charge(dir_fd, name, record.get("network"), len(line), time.time())
-        if charge.action == logbudget.DROP:
-            return None
-        if charge.action == logbudget.NOTE:
-            record = _budget_note(record, charge.window_start)
+        if charge.action == logbudget.WRITE and not charge.dropped:
+            return line
+        if charge.action != logbudget.WRITE:
+            record = _short(record)
         if charge.dropped:
-            record = dict(record, logDropped=charge.dropped)
-        if charge.dropped or charge.action == logbudget.NOTE:
-            line = _line(record)
+            record = dict(record, logShortened=charge.dropped)
+        line = _line(record)
+        if charge.action == logbudget.NOTE:
+            line = _line(_budget_note(record, charge.window_start)) + line
         return line
 
     def _log_dir(self, head: str) -> int:
@@ -189,6 +194,19 @@ def _bounded(value: Any, depth: int) -> Any:
     return value
 
 
+def _short(record: dict[str, object]) -> dict[str, object]:
+    """A record's short form, for a network past its budget: at most a few hundred bytes."""
+    short: dict[str, object] = {k: record[k] for k in _SHORT if k in record}
+    reason = record.get("reason")
+    if isinstance(reason, str):
+        short["reason"] = reason if len(reason) <= _SHORT_REASON else reason[:_SHORT_REASON] + "..."
+    error = record.get("error")
+    if isinstance(error, dict) and "code" in error:
+        short["error"] = {"code": error["code"]}
+    short["overBudget"] = True
+    return short
+
+
 def _budget_note(record: dict[str, object], window_start: int) -> dict[str, object]:
     """What stands for a network's records once it is over its budget (logbudget.py)."""
     from cni_delguard.guard import logbudget
@@ -199,7 +217,8 @@ def _budget_note(record: dict[str, object], window_start: int) -> dict[str, obje
     note["reason"] = (
         f"this network wrote more than {logbudget.BUDGET} bytes of records in the "
         f"{logbudget.WINDOW} s from {window_start}: its further records in that window are "
-        "dropped, and counted in its next record (logDropped)"
+        "written in short form (overBudget: the decision and its reason, no delegate text), "
+        "and counted in its next whole record (logShortened)"
     )
     return note
 

@@ -9,13 +9,17 @@ generations in minutes, and with them the history doctor reads to find DELs that
 
 Each network may append BUDGET bytes of records per WINDOW seconds (a fixed window, as
 journald's per-service rate limit). Past it, one `log-budget` record says so, and the network's
-further records in that window are dropped and counted; the count goes into its first record of a
-later window (`logDropped`). The tally is one small file per network in a dir beside the log,
-`.<log name>.budget/` (0700, reached through the log dir's descriptor, nothing followed), updated
-under a flock. At BUDGET bytes a minute, rotating 10 MiB takes one network 40 minutes: the
-current log and its `.1` always hold at least the last 40 minutes of every other network's
-records. A busy network's legitimate pace (a drain of 100 pods a minute, three records each of
-about 500 bytes) is well under it.
+further records in that window are written in their short form (log.py: the attachment, the
+decision and its reason, the error's code; never dropped, since every DEL decision is logged)
+and counted; the count goes into its first whole record of a later window (`logShortened`).
+The tally is one small file per network in a dir beside the log, `.<log name>.budget/` (0700,
+reached through the log dir's descriptor, nothing followed), updated under a flock. At BUDGET
+bytes a minute of whole records, a delegate's texts take one network 40 minutes to rotate 10 MiB;
+past it a record is a few hundred bytes whatever the delegate printed, so what one network can
+still write is bounded by how many calls its pods make (about 35,000 records to rotate the log),
+not by its text. A busy network's legitimate pace (a drain of 100 pods a minute, three records
+each of about 500 bytes) is well under the budget; a storm of stale DELs goes past it and keeps
+every decision in short form.
 
 When the tally cannot be kept (a full or read-only fs) the record is written as if there were
 none: the log is best effort, the bound too.
@@ -43,8 +47,9 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class Charge:
-    """What to do with a record (WRITE, NOTE: write the budget note instead, DROP), and how
-    many records of this network an earlier window dropped (to report once)."""
+    """What to do with a record (WRITE; NOTE: the budget's note, then its short form; DROP: its
+    short form), and how many records of this network an earlier window shortened (to report
+    once)."""
 
     __slots__ = ("action", "dropped", "window_start")
 

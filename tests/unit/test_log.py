@@ -109,11 +109,35 @@ def test_one_network_cannot_rotate_the_others_records_away(tmp_path, monkeypatch
     records = _records(tmp_path / "delguard.log.1", path)
     assert [r["containerID"] for r in records if r.get("network") == "victim"] == ["v1", "v2"]
     hostile = [r for r in records if r.get("network") == "hostile"]
-    assert sum(len(json.dumps(r)) for r in hostile) < 2 * 16 * 1024
-    assert hostile[-1]["decision"] == "log-budget"
+    # Every hostile decision is still there (none dropped), past the budget in short form: the
+    # budget's note, then records with no delegate text, each a few hundred bytes.
+    assert len([r for r in hostile if r["decision"] == "add-failed"]) == 500
+    assert [r["decision"] for r in hostile].count("log-budget") == 1
+    short = [r for r in hostile if r.get("overBudget")]
+    assert short and all("msg" not in r.get("error", {}) for r in short)
+    assert max(len(json.dumps(r)) for r in short) < 400
 
 
-def test_the_budget_window_rolls_over_and_reports_what_it_dropped(tmp_path, monkeypatch):
+def test_a_storm_of_stale_dels_keeps_every_decision_and_its_reason(tmp_path, monkeypatch):
+    """Every DEL decision is logged with its reason, budget or not: a retry storm in one network
+    goes past the budget and keeps each decision in short form."""
+    from cni_delguard.guard import logbudget
+
+    monkeypatch.setattr(logbudget, "BUDGET", 4 * 1024)
+    path = tmp_path / "delguard.log"
+    logger = log.Logger(str(path), "info", WIDE)
+    for n in range(200):
+        logger.event("info", network="stormy", command="DEL", decision="skip",
+                     containerID=f"c{n}", ifname="eth0", reason="no evidence of an ADD",
+                     evidence=[])
+    records = _records(path)
+    skips = [r for r in records if r.get("decision") == "skip"]
+    assert [r["containerID"] for r in skips] == [f"c{n}" for n in range(200)]
+    assert all(r["reason"] == "no evidence of an ADD" for r in skips)
+    assert any(r.get("overBudget") for r in skips)
+
+
+def test_the_budget_window_rolls_over_and_reports_what_it_shortened(tmp_path, monkeypatch):
     from cni_delguard.guard import logbudget
 
     monkeypatch.setattr(logbudget, "BUDGET", 100)
