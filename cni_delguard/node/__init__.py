@@ -19,6 +19,7 @@ One module per job:
 | `watch.py` | `--watch`: keep the conf wrapped and the bundle whole, with storm damping |
 | `options.py` | the options every command shares; `under`, the one `--root` join; `located` |
 | `layouts.py` | the node layouts, one row each; `--layout auto` finds one under the root |
+| `kubeletconf.py` | the kubelet's runtime request timeout, read on the node: the guard's timeouts |
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from cni_delguard.node import (
     confdir,
     follow,
     hostlock,
+    kubeletconf,
     layouts,
     live,
     multusdaemon,
@@ -249,6 +250,7 @@ def _add_install(p: argparse.ArgumentParser, metrics: Metrics | None) -> None:
         help="print each DEL the guard let through from its decision log (default: its "
         "logFile under --root; '' turns it off)",
     )
+    kubeletconf.add_options(p)
     if metrics is not None:
         metrics.add_options(w)
 
@@ -281,10 +283,14 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
         if value is not None:
             # The conf gets the path as the guard will read it (normalized), never `/../x`.
             keys[key] = where.absolute(value) if key in _PATH_KEYS and value else value
+    notes: tuple[str, ...] = ()
     if args.command == "install":
         multus_dir = args.multus_cache_dir or multusdaemon.cni_dir(args.root, node_conf_dir)
         if multus_dir:
             keys["multusCacheDirs"] = multusdaemon.cache_dirs(multus_dir)
+        kubelet = kubeletconf.read(args.root, args.kubelet_config, args.runtime_request_timeout)
+        keys |= kubelet.keys
+        notes = (kubelet.note,)
     bundle_dir = None
     if args.command == "install" and not args.no_bundle:
         bundle_dir = args.bundle_dir or default_bundle_dir()
@@ -302,6 +308,7 @@ def options(args: argparse.Namespace, needs: tuple[str, ...] | None = None) -> a
         keys=keys,
         dry_run=getattr(args, "dry_run", False),
         lock_timeout=getattr(args, "lock_timeout", hostlock.DEFAULT_TIMEOUT),
+        notes=notes,
     )
 
 
@@ -364,6 +371,8 @@ def run(args: argparse.Namespace, out: TextIO, stderr: TextIO) -> int:
         else:
             _wait_for_conf(opts, args.wait, say)
             actions.install(opts, out, say)
+            for note in opts.notes:
+                say(note)
     except UsageError as exc:
         say(f"usage: {exc}")
         return 2
@@ -509,6 +518,8 @@ def _watch(args: argparse.Namespace, say: actions.Say) -> None:
         f"watching {opts.conf_dir} and {opts.bin_dir} "
         f"(layout {opts.layout}, dirs from the {opts.source}, every {limits.interval:g} s)"
     )
+    for note in opts.notes:
+        say(note)
     if args.assess is not None:
         say(f"assess: {args.assess(args.root, opts.layout)}")
     _start(opts, say)
