@@ -123,11 +123,9 @@ def read(root: str, path: str, given: str | None = None) -> Reading:
 def from_file(root: str, path: str) -> tuple[float | None, str]:
     """The runtime request timeout (seconds) that the kubelet config file at `path` gives the
     kubelet, and where it came from; (None, why) when that cannot be told."""
-    try:
-        text = fsutil.read_regular(None, under(root, path), _MAX_BYTES).data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return None, f"kubelet config {path} not read ({why})"
+    text, why = _text(root, path)
+    if text is None:
+        return None, why
     value = top_level_scalar(text, KEY)
     if value is None:
         if KEY not in text:  # the kubelet's default: the one the guard's defaults are made for
@@ -139,6 +137,18 @@ def from_file(root: str, path: str) -> tuple[float | None, str]:
     if seconds == 0:  # a zero Duration is defaulted by the kubelet (kubeadm writes "0s")
         return KUBELET_DEFAULT, f"{path} ({KEY} {value}: the kubelet's default)"
     return seconds, f"{path} ({KEY} {value})"
+
+
+def _text(root: str, path: str) -> tuple[str | None, str]:
+    """The file's text (no link followed at its name, at most _MAX_BYTES), or None and why."""
+    try:
+        text = fsutil.read_regular(None, under(root, path), _MAX_BYTES).data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return None, f"kubelet config {path} not read ({why})"
+    if not text.strip():  # the DaemonSet's mount makes an empty one where the node has none
+        return None, f"kubelet config {path} is empty (not this node's kubelet's)"
+    return text, ""
 
 
 def _reading(seconds: float, source: str) -> Reading:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from cni_delguard.guard import defaults
-from cni_delguard.node import bundle, confdir, runtimeconf
+from cni_delguard.node import bundle, confdir, kubeletconf, runtimeconf
 from cni_delguard.node.errors import NoConfError
 from cni_delguard.node.options import located, under
 from cni_delguard.tooling import UsageError
@@ -77,8 +77,12 @@ class Layout:
         the node's userland to answer the probe (packaging/README.md)."""
         made = len(self.runtime_conf) > 1
         names = ["runtime-conf", *(f"runtime-conf-{i}" for i in range(2, 9))]
-        return {name: (path, "DirectoryOrCreate" if made else "Directory")
-                for name, path in zip(names, self.runtime_conf, strict=False)}
+        mounts = {name: (path, "DirectoryOrCreate" if made else "Directory")
+                  for name, path in zip(names, self.runtime_conf, strict=False)}
+        # The kubelet's config file alone, for its deadlines (kubeletconf.py): kubeadm's path on
+        # every layout, made empty where a node has none, which reads as the kubelet's default.
+        mounts["kubelet-config"] = (kubeletconf.CONFIG, "FileOrCreate")
+        return mounts
 
 
 LAYOUTS: tuple[Layout, ...] = (

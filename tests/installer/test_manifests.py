@@ -29,6 +29,8 @@ VERSIONS = ["1.28.0", kubernetes_validate.utils.latest_version()]
 HOST_PATHS = {"/opt/cni/bin", "/etc/cni/net.d", "/var/lib/cni/delguard", "/var/log/cni-delguard"}
 # Read-only: the runtime's config, where it really looks for the conf and plugins.
 RUNTIME_CONF = {"/etc/containerd", "/etc/crio"}
+# Read-only: the kubelet's config file alone, for its deadlines (node/kubeletconf.py).
+KUBELET_CONF = {"/var/lib/kubelet/config.yaml"}
 ENTRY = "/usr/lib/cni-delguard/cni-delguard"
 
 
@@ -204,13 +206,13 @@ def test_the_selinux_component_goes_with_any_layouts_overlay(layout, tmp_path):
 def test_the_container_mounts_every_host_dir_under_its_root():
     spec = pod(load(INSTALLER / "daemonset.yaml"))
     volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
-    assert set(volumes.values()) == HOST_PATHS | RUNTIME_CONF
+    assert set(volumes.values()) == HOST_PATHS | RUNTIME_CONF | KUBELET_CONF
     (c,) = spec["containers"]
     root = cli_args(c).root
     mounts = {m["mountPath"]: m for m in c["volumeMounts"] if m["name"] in volumes}
     assert set(mounts) == {os.path.normpath(root + volumes[m["name"]]) for m in mounts.values()}
-    assert {root + p for p in HOST_PATHS | RUNTIME_CONF} == set(mounts)
-    read_only = RUNTIME_CONF | {"/var/log/cni-delguard"}
+    assert {root + p for p in HOST_PATHS | RUNTIME_CONF | KUBELET_CONF} == set(mounts)
+    read_only = RUNTIME_CONF | KUBELET_CONF | {"/var/log/cni-delguard"}
     assert all(mounts[root + p].get("readOnly") is True for p in read_only)
     assert all(not mounts[root + p].get("readOnly") for p in HOST_PATHS - read_only)
 

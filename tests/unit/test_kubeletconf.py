@@ -112,6 +112,7 @@ def _node(tmp_path, text: str | None, name: str = "config.yaml") -> str:
         pytest.param("x:\n  runtimeRequestTimeout: 5m\n", None, "no single plain",
                      id="nested-is-not-guessed"),
         pytest.param(None, None, "not read", id="missing-file"),
+        pytest.param("", None, "is empty", id="empty-file-as-the-daemonset-makes-it"),
     ],
 )
 def test_read_a_nodes_kubelet_config(tmp_path, text, add, said):
