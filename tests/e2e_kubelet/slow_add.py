@@ -159,16 +159,17 @@ def slow_adds(here: Site, ev: Evidence) -> None:
 
     def settled() -> bool:
         late = time.monotonic() - since >= VERDICT_BOUND
+        pods = {p["metadata"]["name"]: p for p in here.kubelet.pods()}  # one read for the three
         for delay, result in results.items():
             if result.outcome:
                 continue
-            if is_ready(here.kubelet.pod(pod_name(delay))):
+            if is_ready(pods.get(f"{pod_name(delay)}-{here.kubelet.node_name}")):
                 result.outcome, result.seconds = "running", elapsed(since)
             elif late:
                 result.outcome, result.seconds = "not-running", elapsed(since)
         return all(r.outcome for r in results.values())
 
-    wait_for(settled, "every slow pod Ready, or its bound", timeout=VERDICT_BOUND + 60, every=2,
+    wait_for(settled, "every slow pod Ready, or its bound", timeout=VERDICT_BOUND + 60, every=3,
              detail=here.kubelet.log_tail)
     for delay, result in results.items():
         name = pod_name(delay)
