@@ -58,6 +58,9 @@ SCENARIOS = (
     # deleted, kube-ovn's daemon down too; multus's daemon back some seconds later
     "reboot-20-pods",  # a node rebooted with 20 pods running: every old sandbox's DELs and the
     # new sandboxes' ADDs at once, through multus's daemon under its CPU limit
+    "slow-add-150s",  # a pod whose ADD succeeds after 150 s, under the kubelet's 240 s deadline
+    "slow-add-200s",  # ... after 200 s
+    "slow-add-230s",  # ... after 230 s
 )
 # The windows of the reported stack (multus thick in auto mode before kube-ovn), run on its
 # chains alone
@@ -68,6 +71,8 @@ OUTCOMES = (
     "stuck",  # it cannot be removed: the deadlock
     "error-returned",  # the delegate's DEL error reached the runtime, as it must
     "released",  # removed after an operator's release
+    "running",  # a pod whose ADD is slow: Ready (slow-add-*)
+    "not-running",  # not Ready by the kubelet's deadline and a retry: its ADD was cut
 )
 UNKNOWN = "unknown"  # the commit or date of a file of the older shape
 

@@ -35,6 +35,7 @@ DISRUPTED = "after a reboot or a crash"
 FAILED_ADD = "after a failed or timed-out ADD"
 DEL_FAILS = "a DEL that keeps failing after a completed ADD"
 DEL_ERROR = "a DEL error the runtime must see"
+SLOW_ADD = "an ADD that takes minutes"
 KINDS = {
     "double-del": DELETED, "installer": DELETED, "multus-restart": DELETED,
     "kube-ovn-hangs-del": DELETED,
@@ -43,6 +44,7 @@ KINDS = {
     "add-fails": FAILED_ADD, "client-deadline": FAILED_ADD,
     "completed-del-fails": DEL_FAILS, "release": DEL_FAILS,
     "del-error-propagates": DEL_ERROR,
+    "slow-add-150s": SLOW_ADD, "slow-add-200s": SLOW_ADD, "slow-add-230s": SLOW_ADD,
 }
 
 

@@ -7,7 +7,11 @@ STATE_DIR = "/var/lib/cni/delguard"
 RESULT_CACHE_DIRS = ("/var/lib/cni/results",)
 # multus thin plugin's default cniDir.
 MULTUS_CACHE_DIRS = ("/var/lib/cni/multus",)
-TIMEOUTS = {"add": 180.0, "del": 60.0, "check": 60.0, "gc": 120.0, "status": 10.0}
+# Seconds per delegate call: none fires before the runtime's caller gives up on that call
+# (docs/how-it-decides.md "Timeouts"): the kubelet's default deadlines, RunPodSandbox 240 s, every
+# other CRI call 120 s (its runtimeRequestTimeout, 2m). node/kubeletconf.py raises them for a
+# kubelet that waits longer.
+TIMEOUTS = {"add": 240.0, "del": 120.0, "check": 120.0, "gc": 120.0, "status": 120.0}
 LOCK_TIMEOUT = 10.0
 LOG_FILE = "/var/log/cni-delguard/delguard.log"
 LOG_LEVEL = "info"

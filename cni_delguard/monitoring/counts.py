@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from cni_delguard.monitoring.series import Values
 
-# A delegate call longer than this is not one the guard made (its longest timeout is 180 s):
+# A delegate call longer than this is not one the guard made (its longest default timeout is 240 s):
 # a hand-edited log line, left out of the histogram rather than stretching it.
 MAX_DELEGATE_MS = 24 * 3600 * 1000.0
 

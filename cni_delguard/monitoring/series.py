@@ -58,12 +58,13 @@ READY_REASONS = {
     13: "uninstalled",
 }
 # The delegate calls whose duration is folded into a histogram: the two a pod's start and
-# removal wait on (CHECK, GC and STATUS are forwarded too, but nobody waits on them: 2 x 18
-# series a node rather than 5 x 18).
+# removal wait on (CHECK, GC and STATUS are forwarded too, but nobody waits on them: 2 x 19
+# series a node rather than 5 x 19).
 TIMED = ("ADD", "DEL")
-# Seconds. Around the default timeouts (DEL 60, ADD 180) and the alert's 15 s, whose quantile
+# Seconds. Around the default timeouts (DEL 120, ADD 240) and the alert's 15 s, whose quantile
 # must not fall inside a wide bucket; a multus thin DEL through a bridge takes 10 to 30 ms here.
-BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 180.0)
+BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 180.0,
+           240.0)
 VOCABULARY: dict[str, tuple[str, ...]] = {
     "command": COMMANDS,
     "decision": DECISIONS,

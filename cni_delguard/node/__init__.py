@@ -24,6 +24,7 @@ layouts, the node's dirs); `install --watch` is assembled above this package
 | `multusdaemon.py` | multus thick's `cniDir` from its daemon config, for `multusCacheDirs` |
 | `options.py` | the options every operator command shares |
 | `runs.py` | does a plugin run on the node: it answers VERSION, run as the runtime would run it |
+| `kubeletconf.py` | the kubelet's runtime request timeout, read on the node: the guard's timeouts |
 """
 
 from __future__ import annotations

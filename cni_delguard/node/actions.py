@@ -52,6 +52,7 @@ class Options:
     layout: str = "standard"  # the node's layout (layouts.py), as chosen or found
     source: str = "layout table"  # where bin_dir and conf_dir came from (layouts.runtime_dirs)
     log_file: str = defaults.LOG_FILE  # the layout's logFile (what the guard logs to unless set)
+    notes: tuple[str, ...] = ()  # where some of `keys` came from, said once the install is done
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from cni_delguard.node import (
     actions,
     confdir,
     hostlock,
+    kubeletconf,
     live,
     multusdaemon,
     options,
@@ -186,6 +187,7 @@ def _add_install(p: argparse.ArgumentParser) -> None:
         f"<conf dir>/{multusdaemon.DAEMON_CONFIG} when the node has it, else "
         f"{defaults.MULTUS_CACHE_DIRS[0]})",
     )
+    kubeletconf.add_options(p)
 
 
 # What each command reads of the layout (the rest may differ between layouts found).
@@ -219,10 +221,14 @@ def node_options(args: argparse.Namespace, needs: tuple[str, ...] | None = None)
         if value is not None:
             # The conf gets the path as the guard will read it (normalized), never `/../x`.
             keys[key] = absolute(value) if key in _PATH_KEYS and value else value
+    notes: tuple[str, ...] = ()
     if args.command == "install":
         multus_dir = args.multus_cache_dir or multusdaemon.cni_dir(found.root, found.conf_dir)
         if multus_dir:
             keys["multusCacheDirs"] = multusdaemon.cache_dirs(multus_dir)
+        kubelet = kubeletconf.read(args.root, args.kubelet_config, args.runtime_request_timeout)
+        keys |= kubelet.keys
+        notes = (kubelet.note,)
     bundle_dir = None
     if args.command == "install" and not args.no_bundle:
         bundle_dir = args.bundle_dir or default_bundle_dir()
@@ -240,6 +246,7 @@ def node_options(args: argparse.Namespace, needs: tuple[str, ...] | None = None)
         keys=keys,
         dry_run=getattr(args, "dry_run", False),
         lock_timeout=getattr(args, "lock_timeout", hostlock.DEFAULT_TIMEOUT),
+        notes=notes,
     )
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.e2e_cri import cri, pause_image
-from tests.e2e_kubelet import kubelet, reported
+from tests.e2e_kubelet import kubelet, reported, slow_add
 from tests.e2e_kubelet.installer_pod import ImageArchive
 from tests.e2e_kubelet.scenarios import RUNS, Run, run, workers
 from tests.e2e_kubelet.site import Shared, skip_or_fail
@@ -69,19 +69,25 @@ def runs(
     request: pytest.FixtureRequest, kubelet_shared: Shared
 ) -> Iterator[dict[str, Future[Any]]]:
     """Every selected run, started at once (DELGUARD_KUBELET_NODES at a time, longest first)."""
-    every: list[Run | reported.Run] = [*RUNS, *reported.RUNS]
+    every: list[Any] = [*RUNS, *reported.RUNS, *slow_add.RUNS]
     wanted = {_key(item) for item in request.session.items} & {_spec_key(r) for r in every}
     chosen = sorted((r for r in every if _spec_key(r) in wanted), key=lambda r: -r.minutes)
     pool = ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="dgkl-node")
     try:
-        yield {_spec_key(r): (pool.submit(reported.run, r, kubelet_shared)
-                              if isinstance(r, reported.Run) else
-                              pool.submit(run, r, kubelet_shared)) for r in chosen}
+        yield {_spec_key(r): pool.submit(_runner(r), r, kubelet_shared) for r in chosen}
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _spec_key(spec: Run | reported.Run) -> str:
+def _runner(spec: Any) -> Any:
+    """The module that runs a spec of its own Run type."""
+    for module in (reported, slow_add):
+        if isinstance(spec, module.Run):
+            return module.run
+    return run
+
+
+def _spec_key(spec: Any) -> str:
     return f"{spec.scenario}[{spec.id}]"
 
 
@@ -89,9 +95,9 @@ def _key(item: pytest.Item) -> str:
     """The run a test waits for: its `spec` parameter (see test_kubelet.py)."""
     callspec = getattr(item, "callspec", None)
     spec = callspec.params.get("spec") if callspec is not None else None
-    return _spec_key(spec) if isinstance(spec, Run | reported.Run) else ""
+    return _spec_key(spec) if isinstance(spec, Run | reported.Run | slow_add.Run) else ""
 
 
-def evidence(runs: dict[str, Future[Any]], spec: Run | reported.Run) -> Any:
+def evidence(runs: dict[str, Future[Any]], spec: Any) -> Any:
     """The run's evidence once it is done (a run's bound is its own waits')."""
     return runs[_spec_key(spec)].result()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e_kubelet import reported
+from tests.e2e_kubelet import reported, slow_add
 from tests.e2e_kubelet.conftest import evidence
 from tests.e2e_kubelet.scenarios import RUNS, STALE_DEL, STORM_PERIODS, Evidence, Run
 
@@ -137,3 +137,28 @@ def test_kube_ovn_hangs_del(runs: dict[str, Future[Any]], spec: reported.Run) ->
     # The window this scenario is about: a DEL reached kube-ovn's daemon, hung there, and the
     # kubelet's deadline, not the chain, ended it.
     assert ev.kube_ovn_dels >= 1 and ev.facts["deadline_failures"] >= 1, ev
+
+
+@pytest.mark.parametrize("spec", slow_add.RUNS, ids=lambda s: s.id)
+def test_slow_add(runs: dict[str, Future[Any]], spec: slow_add.Run) -> None:
+    """ADDs that take 150, 200 and 230 s (tests/e2e_kubelet/slow_add.py): without the guard each
+    pod runs (the kubelet waits 240 s); with the guard at its defaults, every pod that ran
+    without it runs, its ADD begun once and completed, never cut by the guard."""
+    ev = evidence(runs, spec)
+    print(f"\n[slow-add] {spec.id} {ev.version}: " + "; ".join(
+        f"{p.delay} s: {p.outcome} in {p.seconds} s, ADDs {p.adds}/{p.completed}"
+        for p in ev.pods))
+    if not spec.guard:
+        # What the kubelet does by itself: an ADD under its 240 s deadline starts the pod.
+        assert all(p.outcome == "running" for p in ev.pods), (
+            f"finding: without the guard a pod did not run: {ev.pods}")
+        return
+    control = slow_add.Run(spec.scenario, spec.runtime, False, spec.minutes)
+    key = f"{control.scenario}[{control.id}]"
+    ran_without = ({p.delay for p in evidence(runs, control).pods if p.outcome == "running"}
+                   if key in runs else set(slow_add.DELAYS))
+    for pod in ev.pods:
+        if pod.delay in ran_without:
+            assert pod.outcome == "running", f"runs without the guard, not with it: {pod}"
+            assert (pod.adds, pod.completed) == (1, 1), f"an ADD was cut and retried: {pod}"
+    assert not ev.guard_timeouts, ev.guard_timeouts

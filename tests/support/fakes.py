@@ -35,3 +35,20 @@ def install_kube_ovn(bin_dir: Path, settings: Path, name: str = "kube-ovn") -> P
     )
     os.chmod(target, 0o755)  # noqa: S103 - a plugin in a CNI bin dir is executable
     return target
+
+
+def install_slow(bin_dir: Path, name: str = "slow-delegate") -> Path:
+    """Install tests/fakes/slow_delegate.py as bin_dir/name: stale_delegate.py behind a wait
+    (it imports it, so the repository goes on its path)."""
+    repo = FAKES.parent.parent
+    target = bin_dir / name
+    target.write_text(
+        f"#!{sys.executable} -I\n"
+        "import sys\n"
+        f"sys.path.insert(0, {str(repo)!r})\n"
+        "from tests.fakes.slow_delegate import main\n"
+        "sys.exit(main())\n",
+        encoding="utf-8",
+    )
+    os.chmod(target, 0o755)  # noqa: S103 - a plugin in a CNI bin dir is executable
+    return target

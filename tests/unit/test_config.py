@@ -98,7 +98,7 @@ def test_defaults_are_filled_in(tmp_path):
     # no defaults given: the documented ones (README.md)
     s = config.load(_conf(tmp_path), cni_path=WIDE)
     assert s.network == "net1" and s.delegate_type == "bridge"
-    assert s.timeouts == {"add": 180.0, "del": 60.0, "check": 60.0, "gc": 120.0, "status": 10.0}
+    assert s.timeouts == {"add": 240.0, "del": 120.0, "check": 120.0, "gc": 120.0, "status": 120.0}
     assert s.result_cache_dirs == ("/var/lib/cni/results",)
     assert s.multus_cache_dirs == ("/var/lib/cni/multus",)
     assert s.log_file == "/var/log/cni-delguard/delguard.log"

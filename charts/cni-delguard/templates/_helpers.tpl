@@ -110,6 +110,7 @@ installer's own flags would make `uninstall` exit 2. */}}
 {{- if not .Values.cni.hold -}}
 {{- if .Values.cni.uninstall }}{{ $args = append $args "--uninstall-on-stop" }}{{ end -}}
 {{- with .Values.mode }}{{ $args = concat $args (list "--mode" .) }}{{ end -}}
+{{- with (.Values.kubelet).runtimeRequestTimeout }}{{ $args = concat $args (list "--runtime-request-timeout" .) }}{{ end -}}
 {{- if include "cni-delguard.serves" . }}{{ $args = concat $args (list "--metrics-address" (include "cni-delguard.metricsAddress" .)) }}{{ end -}}
 {{- $args = concat $args .Values.extraArgs -}}
 {{- end -}}
