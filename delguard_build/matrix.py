@@ -66,6 +66,9 @@ SCENARIOS = (
 # chains alone
 REPORTED_SCENARIOS = ("kube-ovn-down-at-boot", "kube-ovn-hangs-del", "multus-restart",
                       "reboot-20-pods")
+# Slow ADDs against the kubelet's RunPodSandbox deadline: run under a real kubelet alone
+# (tests/e2e_kubelet/slow_add.py), never by the CRI suite.
+SLOW_ADD_SCENARIOS = ("slow-add-150s", "slow-add-200s", "slow-add-230s")
 OUTCOMES = (
     "removed",  # the stale sandbox is gone (and its pod can start again)
     "stuck",  # it cannot be removed: the deadlock

@@ -29,6 +29,7 @@ from delguard_build.matrix import (  # noqa: F401 - the suites' vocabulary, from
     REPORTED_SCENARIOS,
     RUNTIMES,
     SCENARIOS,
+    SLOW_ADD_SCENARIOS,
     UNKNOWN,
     Matrix,
     MatrixError,
