@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -82,7 +83,7 @@ def cmd_provenance(args: argparse.Namespace) -> int:
     for line in Path(args.sums).read_text(encoding="utf-8").splitlines():
         sha, name = line.split(maxsplit=1)
         sums[name.lstrip("*")] = sha
-    data = provenance.predicate(_release(args), args.command, args.builder, sums)
+    data = provenance.predicate(_release(args), shlex.split(args.command), args.builder, sums)
     _write(Path(args.out), data)
     return 0
 
@@ -141,7 +142,7 @@ def parser() -> argparse.ArgumentParser:
     _release_args(p)
     p.add_argument("--builder", required=True)
     p.add_argument("--sums", required=True)
-    p.add_argument("--command", nargs="+", required=True)
+    p.add_argument("--command", required=True, help="the release's command line, shell-quoted")
     p.add_argument("out")
     p = step("diff", cmd_diff, "name the first file in which two artifacts (or dirs) differ")
     p.add_argument("a")
