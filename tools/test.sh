@@ -19,9 +19,10 @@ go=$(tools/install-go.sh)
 PATH=$(dirname "$go"):$PATH
 # The real peers (multus, the runtimes, ...) of peers/pins.tsv, each built once and cached.
 tools/install-peers.sh
-# The installer image is built and run with Debian's buildah/podman (tools/build-image.sh).
+# The installer image is built and run with Debian's buildah/podman (tools/build-image.sh); the
+# release's image is pushed with Debian's skopeo (tools/release.sh --push, tests/e2e_cluster).
 DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends buildah podman runc >/dev/null
+    --no-install-recommends buildah podman runc skopeo >/dev/null
 # Debian's kubectl (trixie) for `kubectl kustomize` in the manifest tests, under .cache/.
 KUBECTL=$(tools/install-kubectl.sh)
 export KUBECTL
@@ -29,6 +30,10 @@ export KUBECTL
 # from in its tests, unpacked under .cache/ (its service is never installed or started).
 DOCKER_REGISTRY=$(tools/unpack-deb.sh docker-registry usr/bin/docker-registry)
 export DOCKER_REGISTRY
+# Debian trixie's cosign (2.5.0): the release's signatures, made and verified in the tests
+# (tests/test_release.py, tests/e2e_cluster), unpacked under .cache/ like docker-registry.
+COSIGN=$(tools/unpack-deb.sh cosign/trixie usr/bin/cosign)
+export COSIGN
 "$python" -m pip install --quiet --disable-pip-version-check -e '.[dev,freeze]'
 tools/build.sh                  # this machine's arch: dist/cni-delguard/
 [ "$(dpkg --print-architecture)" = arm64 ] ||
