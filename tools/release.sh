@@ -87,8 +87,8 @@ loopback() { [[ $1 =~ ^(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?(/|$) ]]; }
 
 # --check-reproducible: two clones of HEAD, a release in each, compared.
 check_reproducible() {
-    local work a b da db start=$SECONDS t1 t2
-    work=$(mktemp -d "${TMPDIR:-/tmp}/delguard-repro.XXXXXX")
+    local a b da db start=$SECONDS t1 t2
+    work=$(mktemp -d "${TMPDIR:-/tmp}/delguard-repro.XXXXXX")  # global: the EXIT trap reads it
     trap 'rm -rf --one-file-system "$work"' EXIT
     for side in a b; do
         git clone --quiet --no-hardlinks "$repo" "$work/$side"
@@ -112,13 +112,13 @@ check_reproducible() {
 }
 
 build() { # DEST
-    local dest=$1 stage revision epoch arch root digest bundles=() sboms=()
+    local dest=$1 revision epoch arch root digest bundles=() sboms=()
     [ -z "$(git status --porcelain --untracked-files=normal)" ] ||
         die "the tree has changes or untracked files: a release is made from a clean commit"
     revision=$(git rev-parse HEAD)
     epoch=$(git log -1 --format=%ct)
     export SOURCE_DATE_EPOCH=$epoch
-    stage=$(mktemp -d "$(dirname "$dest")/.stage.XXXXXX")
+    stage=$(mktemp -d "$(dirname "$dest")/.stage.XXXXXX")  # global: the EXIT trap reads it
     trap 'rm -rf --one-file-system "$stage"' EXIT
     local meta=(--version "$version" --revision "$revision" --source "$home_url" --epoch "$epoch")
     local name=cni-delguard-$version
