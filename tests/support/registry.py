@@ -2,8 +2,10 @@
 2.8), unpacked under .cache/ by tools/unpack-deb.sh (tools/test.sh runs it; DOCKER_REGISTRY
 overrides), never installed as the system's service.
 
-Each one listens on loopback on a port the kernel picks (its log names it), stores in the dir
-it is given (a test's temp dir), and is stopped when the `with` block ends, also on failure.
+Each one listens on loopback on a port the kernel picks (its log names it), or on the address it
+is given (a node's own loopback: tests/e2e_cluster/publish.py runs it in the node's network
+namespace, `netns` the argv prefix that enters it), stores in the dir it is given (a test's temp
+dir), and is stopped when the `with` block ends, also on failure.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,7 +28,7 @@ storage:
   filesystem:
     rootdirectory: {root}
 http:
-  addr: 127.0.0.1:0
+  addr: {addr}
 """
 LISTENING = re.compile(r'msg="listening on (127\.0\.0\.1:\d+)"')
 
@@ -39,14 +41,16 @@ def binary() -> Path | None:
 
 
 @contextmanager
-def running(exe: Path, where: Path) -> Iterator[str]:
+def running(exe: Path, where: Path, addr: str = "127.0.0.1:0",
+            netns: Sequence[str] = ()) -> Iterator[str]:
     """A registry serving from `where`; yields its host:port."""
     where.mkdir(parents=True, exist_ok=True)
     config = where / "config.yml"
-    config.write_text(CONFIG.format(root=where / "data"), encoding="utf-8")
+    config.write_text(CONFIG.format(root=where / "data", addr=addr), encoding="utf-8")
     log = where / "registry.log"
     with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.Popen([str(exe), "serve", str(config)], stdout=out, stderr=out)
+        proc = subprocess.Popen([*netns, str(exe), "serve", str(config)], stdout=out,
+                                stderr=out)
     try:
         def address() -> str | None:
             found = LISTENING.search(log.read_text(encoding="utf-8"))
