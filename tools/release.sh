@@ -203,7 +203,13 @@ if [ -n "$sign" ] || [ -n "$push" ]; then
     find_cosign
 fi
 dest=${from:-${out:-dist/release/$version}}
-if [ -z "$from" ]; then
+if [ -n "$from" ]; then
+    # The release's own version, which need not be this tree's.
+    digest_file=$(find "$from" -maxdepth 1 -name 'cni-delguard-*-image.digest' -print -quit)
+    [ -n "$digest_file" ] || die "$from holds no release (no cni-delguard-VERSION-image.digest)"
+    version=$(basename "$digest_file" -image.digest)
+    version=${version#cni-delguard-}
+else
     mkdir -p "$(dirname "$dest")"
     start=$SECONDS
     build "$dest"
