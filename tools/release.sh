@@ -113,8 +113,6 @@ check_reproducible() {
 
 build() { # DEST
     local dest=$1 revision epoch arch root digest bundles=() sboms=()
-    [ -z "$(git status --porcelain --untracked-files=normal)" ] ||
-        die "the tree has changes or untracked files: a release is made from a clean commit"
     revision=$(git rev-parse HEAD)
     epoch=$(git log -1 --format=%ct)
     export SOURCE_DATE_EPOCH=$epoch
@@ -210,6 +208,8 @@ if [ -n "$from" ]; then
     version=$(basename "$digest_file" -image.digest)
     version=${version#cni-delguard-}
 else
+    [ -z "$(git status --porcelain --untracked-files=normal)" ] ||
+        die "the tree has changes or untracked files: a release is made from a clean commit"
     mkdir -p "$(dirname "$dest")"
     start=$SECONDS
     build "$dest"
