@@ -34,7 +34,7 @@ import yaml
 
 from cni_delguard import __version__
 from cni_delguard.node import bundle
-from tests.support import cosign, peers
+from tests.support import cosign, peers, registry
 from tests.support.guard import REPO
 from tests.support.noderoot import needs_root
 from tools.release import reprotar
@@ -227,3 +227,50 @@ def test_refused(tmp_path, change, flags, message):
     assert r.returncode != 0
     assert message in r.stderr
     assert not (tree / "dist" / "release").exists()
+
+
+def test_push_to_a_registry_signs_the_image_and_prints_the_install(releases, signer, helm_bin,
+                                                                   tmp_path):
+    """`--from DIR --push REGISTRY` to a real registry on loopback: the image keeps its digest,
+    cosign verifies it and its provenance by digest, helm pulls the very chart that was signed,
+    the printed install names it; an image pushed under the release's tag by someone without the
+    key is refused (tests/e2e_cluster installs from such a registry on a cluster)."""
+    exe = registry.binary()
+    if exe is None:
+        pytest.skip("no docker-registry: tools/unpack-deb.sh docker-registry ...")
+    d = releases["signed"]
+    env = {**signer.env(), "HELM": str(helm_bin),
+           **{f"HELM_{k}_HOME": str(tmp_path / k) for k in ("CONFIG", "CACHE", "DATA")}}
+    with registry.running(exe, tmp_path / "registry") as where:
+        r = subprocess.run([str(REPO / "tools/release.sh"), "--home-url", HOME_URL,
+                            "--home-image", HOME_IMAGE, "--from", str(d), "--push", where],
+                           capture_output=True, text=True, timeout=600, env=env, check=False)
+        assert r.returncode == 0, r.stderr[-3000:]
+        ref = f"{where}/cni-delguard@{digest_of(d)}"
+        assert f"cosign verify --key cosign.pub --insecure-ignore-tlog=true " \
+               f"--allow-http-registry {ref}" in r.stdout
+        assert f"oci://{where}/charts/cni-delguard --version {__version__}" in r.stdout
+        assert f"--set image.repository={where}/cni-delguard" in r.stdout
+        trust = ("--key", str(d / "cosign.pub"), "--insecure-ignore-tlog=true",
+                 "--allow-http-registry")
+        assert signer.run("verify", *trust, ref).returncode == 0
+        attested = signer.run("verify-attestation", *trust, "--type", "slsaprovenance1", ref)
+        assert attested.returncode == 0, attested.stderr
+        (tmp_path / "pulled").mkdir()
+        pulled = subprocess.run(
+            [str(helm_bin), "pull", "--plain-http", f"oci://{where}/charts/cni-delguard",
+             "--version", __version__, "--destination", str(tmp_path / "pulled")],
+            capture_output=True, text=True, env=env, timeout=300, check=False)
+        assert pulled.returncode == 0, pulled.stderr
+        chart = (tmp_path / "pulled" / f"{NAME}.tgz").read_bytes()
+        assert chart == (d / f"{NAME}.tgz").read_bytes()
+        swapped = subprocess.run(
+            ["skopeo", "copy", "--quiet", "--format", "v2s2", "--dest-tls-verify=false",
+             f"oci-archive:{d / f'{NAME}-image.oci.tar'}:{__version__}",
+             f"docker://{where}/cni-delguard:{__version__}"],
+            capture_output=True, text=True, timeout=300, check=False)
+        assert swapped.returncode == 0, swapped.stderr
+        refused = signer.run("verify", *trust, f"{where}/cni-delguard:{__version__}")
+        assert refused.returncode != 0
+        assert "no signatures found" in refused.stderr.lower() or \
+            "no matching signatures" in refused.stderr.lower(), refused.stderr
