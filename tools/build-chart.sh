@@ -8,6 +8,16 @@
 #   tools/build-chart.sh --version V [--app-version A] [--out DIR]
 #                                             another version (the tests package two to compare
 #                                             an upgrade), somewhere else than dist/charts
+#   tools/build-chart.sh --image REPOSITORY@sha256:DIGEST
+#                                             the image the chart names by default (values.yaml
+#                                             image.repository and image.digest): what
+#                                             tools/release.sh packages, naming the release's image
+#
+# The package depends on the chart's files only: `helm package` stamps every entry with the time
+# of the packing (writeToTar in helm v3's pkg/chartutil/save.go: `ModTime: time.Now()`), so it is
+# repacked with the entries' names, modes and contents unchanged, each time the commit's
+# (SOURCE_DATE_EPOCH, else the last commit's time), owner 0 and a gzip header without a time
+# (python3 -m tools.release normalize). Two packagings of one commit give the same bytes.
 #
 # Before packaging: the chart's generated parts must be current (tools/generate-chart.py --check:
 # the layouts' paths, the monitoring and OpenShift objects, the version) and `helm lint --strict`
@@ -26,6 +36,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 chart=$repo/charts/cni-delguard
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/pyproject.toml" | head -n 1)
 app_version=
+image=
 out=$repo/dist/charts
 
 die() { printf 'build-chart: %s\n' "$*" >&2; exit 1; }
@@ -35,6 +46,7 @@ while [ $# -gt 0 ]; do
         --version) version=${2:?--version needs a value}; shift 2 ;;
         --app-version) app_version=${2:?--app-version needs a value}; shift 2 ;;
         --out) out=${2:?--out needs a dir}; shift 2 ;;
+        --image) image=${2:?--image needs REPOSITORY@sha256:DIGEST}; shift 2 ;;
         *) die "unknown argument $1 (see the header of $0)" ;;
     esac
 done
@@ -53,12 +65,27 @@ pinned_helm() {
 }
 helm=${HELM:-$(pinned_helm)}
 
+epoch=${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct 2>/dev/null ||
+    cat "$repo/tools/source-date-epoch")}
+[[ $epoch =~ ^[0-9]+$ ]] || die "no commit time: export SOURCE_DATE_EPOCH"
+
 python3 "$repo/tools/generate-chart.py" --check ||
     die "the chart's generated files are not current: run python3 tools/generate-chart.py"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [ -n "$image" ]; then
+    [[ $image =~ ^([^@]+)@(sha256:[0-9a-f]{64})$ ]] || die "--image wants REPOSITORY@sha256:DIGEST"
+    cp -a "$chart" "$tmp/cni-delguard"
+    chart=$tmp/cni-delguard
+    (cd "$repo" && python3 -m tools.release set-image --repository "${BASH_REMATCH[1]}" \
+        --digest "${BASH_REMATCH[2]}" "$chart/values.yaml") || die "could not set the image"
+fi
 "$helm" lint --strict "$chart" --values "$chart/ci/watch-values.yaml" >&2 ||
     die "helm lint --strict failed"
 mkdir -p "$out"
-"$helm" package "$chart" --version "$version" --app-version "$app_version" --destination "$out" >&2
-package=$out/cni-delguard-$version.tgz
+"$helm" package "$chart" --version "$version" --app-version "$app_version" --destination "$tmp" >&2
+package=$tmp/cni-delguard-$version.tgz
 [ -f "$package" ] || die "helm package made no $package"
-printf '%s\n' "$package"
+(cd "$repo" && python3 -m tools.release normalize --epoch "$epoch" "$package")
+mv -f "$package" "$out/"
+printf '%s\n' "$out/cni-delguard-$version.tgz"

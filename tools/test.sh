@@ -29,6 +29,10 @@ export KUBECTL
 # from in its tests, unpacked under .cache/ (its service is never installed or started).
 DOCKER_REGISTRY=$(tools/unpack-deb.sh docker-registry usr/bin/docker-registry)
 export DOCKER_REGISTRY
+# Debian trixie's cosign (2.5.0): the release's signatures, made and verified in the tests
+# (tests/test_release.py, tests/e2e_cluster), unpacked under .cache/ like docker-registry.
+COSIGN=$(tools/unpack-deb.sh cosign/trixie usr/bin/cosign)
+export COSIGN
 "$python" -m pip install --quiet --disable-pip-version-check -e '.[dev,freeze]'
 tools/build.sh                  # this machine's arch: dist/cni-delguard/
 [ "$(dpkg --print-architecture)" = arm64 ] ||

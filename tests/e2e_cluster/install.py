@@ -1,10 +1,11 @@
-"""The guard on a cluster the way users put it there: the chart with helm, or the kustomize
-overlays with `kubectl apply -k`; and what a user looks at afterwards (the rollout, the pod's
-readiness, `cni-delguard ready` run in the pod, the metrics endpoint, the node's CNI dirs).
+"""The guard on a cluster the way users put it there: the chart with `helm install oci://...`
+from the cluster's registry, once publish.py verified it, or the kustomize overlays with
+`kubectl apply -k`; and what a user looks at afterwards (the rollout, the pod's readiness,
+`cni-delguard ready` run in the pod, the metrics endpoint, the node's CNI dirs).
 
-The values every install here passes, each as docs/install.md tells users: the image's
-repository and tag (the release's image, imported into the node), `--wrap stale-delegate` (the
-chain's first plugin is the stateful fake, not multus), and the metrics endpoint on.
+The values every install here passes, each as docs/install.md tells users: `--wrap
+stale-delegate` (the chain's first plugin is the stateful fake, not multus) and the metrics
+endpoint on. The image is the chart's default: the release's, by digest.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.e2e_cluster import publish
 from tests.e2e_cluster.controlplane import FETCH
 from tests.e2e_cluster.site import CONFLIST, Cluster, Release
 from tests.support.kustomize import KUSTOMIZE
@@ -28,11 +30,15 @@ ROLLOUT_BOUND = "600s"
 CNI_BIN = "/opt/cni/bin"
 
 
+def chart_ref(release: Release) -> list[str]:
+    """The release's chart in the cluster's registry (a loopback one: plain HTTP)."""
+    return [f"{publish.CHARTS}/cni-delguard", "--version", release.version, "--plain-http"]
+
+
 def chart_args(release: Release, *more: str, wrap: str | None = "stale-delegate") -> list[str]:
     """The chart and its values; `wrap`: the plugin to guard when it is not multus (which the
     installer finds by itself)."""
-    args = [str(release.chart), "--set", "image.repository=localhost/cni-delguard",
-            "--set", f"image.tag={release.version}", "--set", "prometheus.enabled=true"]
+    args = [*chart_ref(release), "--set", "prometheus.enabled=true"]
     if wrap is not None:
         args += ["--set-json", f'extraArgs=["--wrap","{wrap}"]']
     return [*args, *more]
@@ -86,19 +92,19 @@ def guard_entry(c: Cluster) -> dict[str, Any]:
         "delegate.type": entry["delegate"]["type"]}
 
 
-def kustomize_dir(c: Cluster, overlay: str, image: str) -> Path:
-    """A user's kustomization over one of ours: the image set where they pushed it (here, the
-    release's name in the node) and the wrap of the chain's plugin, the documented way. Ours is
-    named by a relative path: kustomize refuses an absolute one."""
+def kustomize_dir(c: Cluster, overlay: str, release: Release) -> Path:
+    """A user's kustomization over one of ours: the image set to the release's, by digest, and
+    the wrap of the chain's plugin, the documented way. Ours is named by a relative path:
+    kustomize refuses an absolute one."""
     work = c.node.tmp / f"kustomize-{overlay}"
     work.mkdir(exist_ok=True)
-    name, tag = image.rsplit(":", 1)
     patch = [{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": v}
              for v in ("--wrap", "stale-delegate")]
     text = (
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
         f"resources:\n  - {os.path.relpath(KUSTOMIZE / 'overlays' / overlay, work)}\n"
-        f"images:\n  - name: localhost/cni-delguard\n    newName: {name}\n    newTag: {tag}\n"
+        f"images:\n  - name: localhost/cni-delguard\n    newName: {publish.IMAGE}\n"
+        f"    digest: {release.digest}\n"
         "patches:\n  - target:\n      kind: DaemonSet\n      name: cni-delguard\n"
         f"    patch: '{json.dumps(patch)}'\n")
     (work / "kustomization.yaml").write_text(text, encoding="utf-8")

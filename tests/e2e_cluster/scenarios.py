@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.e2e_cluster import install, workloads
+from tests.e2e_cluster import install, publish, workloads
 from tests.e2e_cluster.site import (
     DELEGATE,
     READY_BOUND,
@@ -85,7 +85,7 @@ def quote(lines: list[str], most: int = 2) -> list[str]:
 def guard_by_chart(c: Cluster, ev: Evidence, wrap: str | None = "stale-delegate") -> Release:
     """The first release's chart installed; its pod Ready means the node is guarded."""
     first, _ = c.shared.releases()
-    c.import_release(first)
+    c.publish(first)
     install.helm_install(c, first, wrap=wrap)
     install.rollout(c)
     wait_for(c.wrapped, "the installer to wrap the conf", timeout=READY_BOUND, every=1)
@@ -190,8 +190,9 @@ def _all_ready(c: Cluster, want: int) -> bool:
 
 def chart_life(c: Cluster, ev: Evidence) -> None:
     first, second = c.shared.releases()
-    for release in (first, second):
-        c.import_release(release)
+    # Published, verified as a user verifies it, and what a user must not install refused.
+    ev.facts["verified"] = {r.version: c.publish(r) for r in (first, second)}
+    ev.facts["refused"] = publish.refusals(c, first)
     original = c.conflist.read_bytes()
     bin_before = install.bin_listing(c)
 
@@ -234,7 +235,8 @@ def chart_life(c: Cluster, ev: Evidence) -> None:
     ev.facts["bundles_rollback"] = install.bundle_dirs(c)
 
     # The chart's uninstall mode (NOTES.txt, docs/install.md): hold, wait, uninstall.
-    c.helm.run("upgrade", install.RELEASE, str(first.chart), "--namespace", install.NAMESPACE,
+    c.helm.run("upgrade", install.RELEASE, *install.chart_ref(first), "--namespace",
+               install.NAMESPACE,
                "--reuse-values", "--set", "cni.hold=true", "--wait", "--timeout",
                install.ROLLOUT_BOUND)
     install.rollout(c)
@@ -350,9 +352,9 @@ def kustomize(c: Cluster, ev: Evidence) -> None:
     """`kubectl apply -k` of the watch overlay, then of the monitoring overlay (its PodMonitor
     and PrometheusRule need prometheus-operator's CRDs: crds.py), then the uninstall overlay."""
     first, _ = c.shared.releases()
-    c.import_release(first)
+    c.publish(first)
     original = c.conflist.read_bytes()
-    c.kube.run("apply", "-k", str(install.kustomize_dir(c, "watch", first.image)))
+    c.kube.run("apply", "-k", str(install.kustomize_dir(c, "watch", first)))
     ev.facts["rollout"] = install.rollout(c).strip().splitlines()[-1:]
     wait_for(c.wrapped, "the installer to wrap the conf", timeout=READY_BOUND, every=1)
     ev.facts["wrapped"] = c.wrapped()
@@ -364,7 +366,7 @@ def kustomize(c: Cluster, ev: Evidence) -> None:
     c.kube.apply(*crds.prometheus_operator())
     c.kube.run("wait", "--for=condition=Established", "crd/podmonitors.monitoring.coreos.com",
                "crd/prometheusrules.monitoring.coreos.com", "--timeout=120s")
-    applied = c.kube.run("apply", "-k", str(install.kustomize_dir(c, "monitoring", first.image)))
+    applied = c.kube.run("apply", "-k", str(install.kustomize_dir(c, "monitoring", first)))
     ev.facts["monitoring_applied"] = applied.stdout.strip().splitlines()
     install.rollout(c)
     text = wait_for(lambda: _scrape_or_none(c), "the metrics endpoint", timeout=READY_BOUND,
@@ -374,7 +376,7 @@ def kustomize(c: Cluster, ev: Evidence) -> None:
                                          if line.startswith("cni_delguard_")})
     ev.facts["guard_entry"] = install.guard_entry(c)
     ev.facts["template"] = server_template(c)
-    c.kube.run("apply", "-k", str(install.kustomize_dir(c, "uninstall", first.image)))
+    c.kube.run("apply", "-k", str(install.kustomize_dir(c, "uninstall", first)))
     install.rollout(c)
     wait_for(lambda: c.conflist.read_bytes() == original, "the uninstall overlay to restore "
              "the conf", timeout=READY_BOUND, every=1)
@@ -461,7 +463,7 @@ def observe(c: Cluster, ev: Evidence) -> None:
     of 3 pods, each deleted with kubectl and replaced: then what the docs show a user, as the
     tools print it: the installer's log, `doctor` and `stats` run in its pod."""
     first, _ = c.shared.releases()
-    c.import_release(first)
+    c.publish(first)
     install.helm_install(c, first, "--set", "mode=observe", wrap="bridge")
     install.rollout(c)
     wait_for(c.wrapped, "the installer to wrap the conf", timeout=READY_BOUND, every=1)

@@ -8,9 +8,10 @@ written into the conflist by the test here: a scenario with the guard installs i
 do, with the chart (or kustomize), and the installer pod wraps the conf (`--wrap
 stale-delegate`, as the chart's values document for a delegate other than multus).
 
-Images on the node: the pause image (also the sandbox image), the CSI image (workloads.py) and
-the installer image(s) tools/build-image.sh builds, each imported into the node's containerd
-under the name a manifest gives it (imagePullPolicy Never or IfNotPresent: never pulled).
+Images on the node: the pause image (also the sandbox image) and the CSI image (workloads.py),
+imported into the node's containerd under the name a manifest gives it (imagePullPolicy Never or
+IfNotPresent: never pulled); the installer image the way users get it, pulled by its digest from
+the cluster's registry, where publish.py pushed the release (tools/release.sh) and verified it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.e2e_cluster import controlplane, workloads
+from tests.e2e_cluster import controlplane, publish, workloads
 from tests.e2e_cluster.controlplane import ControlPlane
 from tests.e2e_cluster.kube import ClusterHelm, Kube
 from tests.e2e_cluster.kubelet import Kubelet
@@ -35,6 +36,7 @@ from tests.e2e_cri import cri, pause_image
 from tests.e2e_cri.runtimes import Runtime
 from tests.e2e_cri.scenario import FakeDelegate, Network, bridge_conf
 from tests.e2e_kubelet.installer_pod import BUILD_TAG
+from tests.support import cosign
 from tests.support.fakes import install_fake
 from tests.support.guard import HOST_ARCH
 from tests.support.waiting import wait_for
@@ -56,16 +58,26 @@ READY_BOUND = 600  # seconds for pods to be Ready: sandboxes, the scheduler, loa
 
 @dataclass(frozen=True)
 class Release:
-    """One version of the guard as users get it: a chart package and the image it names."""
+    """One version of the guard as users get it: tools/release.sh's dir (the image as an OCI
+    archive, the chart naming it by digest, SHA256SUMS, the signatures, cosign.pub), signed with
+    the suite's key (`signer`), published to each cluster's registry (publish.py)."""
 
     version: str
-    chart: Path  # the packaged chart (.tgz)
-    archive: Path  # the image, saved (docker-archive)
-    built_as: str  # the name podman knows it by (what the archive's manifest names)
+    dir: Path
+    signer: cosign.Cosign
+
+    @property
+    def chart(self) -> Path:
+        return self.dir / f"cni-delguard-{self.version}.tgz"
+
+    @property
+    def digest(self) -> str:
+        return (self.dir / f"cni-delguard-{self.version}-image.digest").read_text().strip()
 
     @property
     def image(self) -> str:
-        return f"localhost/cni-delguard:{self.version}"
+        """What the chart names by default and the node pulls: the registry's, by digest."""
+        return f"{publish.IMAGE}@{self.digest}"
 
 
 @dataclass(frozen=True)
@@ -91,6 +103,8 @@ class Cluster:
     kube: Kube
     helm: ClusterHelm
     notes: dict[str, Any] = field(default_factory=dict)
+    closing: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    published: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     # --- the chain ---------------------------------------------------------------------------
 
@@ -110,10 +124,15 @@ class Cluster:
 
     # --- images ------------------------------------------------------------------------------
 
-    def import_release(self, release: Release) -> None:
-        self.node.ctr("images", "import", "--snapshotter", self.node.snapshotter,
-                      str(release.archive), timeout=300)
-        self.node.ctr("images", "tag", "--force", release.built_as, release.image)
+    def publish(self, release: Release) -> dict[str, Any]:
+        """The release pushed to this cluster's registry (started on first use) and verified as
+        a user verifies it before `helm install oci://...`: what each check said."""
+        if not self.published:
+            publish.start_registry(self, self.closing)
+        if release.version not in self.published:
+            publish.push(self, release)
+            self.published[release.version] = publish.verify(self, release)
+        return self.published[release.version]
 
     # --- pods --------------------------------------------------------------------------------
 
@@ -176,6 +195,7 @@ def cluster(runtime: Runtime, shared: Shared, hang: bool = False,
     plane.prepare()
     kubelet = Kubelet(node, kubeconfig=plane.kubeconfig("kubelet"), client_ca=pki.ca)
     client: cri.CriClient | None = None
+    here: Cluster | None = None
     try:
         node.install_debian_plugins()
         install_fake(node.cni_bin)
@@ -201,6 +221,8 @@ def cluster(runtime: Runtime, shared: Shared, hang: bool = False,
         here.kube.apply(workloads.namespace(workloads.APP_NAMESPACE))
         yield here
     finally:
+        if here is not None:
+            here.closing.close()
         kubelet.kill()
         plane.kill()
         if client is not None:

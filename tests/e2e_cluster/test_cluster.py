@@ -78,6 +78,23 @@ def chart(runs: dict[str, Future[Evidence]]) -> Evidence:
 
 
 @pytest.mark.cluster_run("chart")
+def test_release_verified_from_the_registry_and_tampering_refused(chart: Evidence) -> None:
+    """Both releases pushed to the cluster's loopback registry by tools/release.sh --push; a
+    user's checks pass on them (cosign verify of the image by digest, verify-attestation of its
+    SLSA provenance, verify-blob of the chart helm pulled), and refuse a chart with one value
+    changed and an image under the release's tag that the key never signed."""
+    for version, steps in chart.facts["verified"].items():
+        assert set(steps) == {"image", "provenance", "pull", "chart"}, version
+        assert all(s["code"] == 0 for s in steps.values()), steps
+    refused = chart.facts["refused"]
+    assert refused["chart"]["code"] != 0, refused
+    assert "invalid signature" in refused["chart"]["said"].lower(), refused
+    assert refused["image"]["code"] != 0, refused
+    assert "no signatures found" in refused["image"]["said"].lower() or \
+        "no matching signatures" in refused["image"]["said"].lower(), refused
+
+
+@pytest.mark.cluster_run("chart")
 def test_dry_run_server(chart: Evidence) -> None:
     """`helm install --dry-run=server`: admitted by the API server, nothing created."""
     assert "DaemonSet" in chart.facts["dry_run_kinds"], chart.facts["dry_run_kinds"]

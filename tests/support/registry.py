@@ -2,15 +2,17 @@
 2.8), unpacked under .cache/ by tools/unpack-deb.sh (tools/test.sh runs it; DOCKER_REGISTRY
 overrides), never installed as the system's service.
 
-Each one listens on loopback on a port the kernel picks (its log names it), stores in the dir
-it is given (a test's temp dir), and is stopped when the `with` block ends, also on failure.
+Each one listens on loopback on a port the kernel picks (its log names it), or on the address it
+is given (a node's own loopback: tests/e2e_cluster/publish.py runs it in the node's network
+namespace, `netns` the argv prefix that enters it), stores in the dir it is given (a test's temp
+dir), and is stopped when the `with` block ends, also on failure.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -25,7 +27,7 @@ storage:
   filesystem:
     rootdirectory: {root}
 http:
-  addr: 127.0.0.1:0
+  addr: {addr}
 """
 LISTENING = re.compile(r'msg="listening on (127\.0\.0\.1:\d+)"')
 
@@ -38,13 +40,15 @@ def binary() -> Path | None:
 
 
 @contextmanager
-def running(exe: Path, where: Path) -> Iterator[str]:
-    """A registry serving from `where`; yields its host:port (as its log says it listens)."""
+def running(exe: Path, where: Path, addr: str = "127.0.0.1:0",
+            netns: Sequence[str] = ()) -> Iterator[str]:
+    """A registry serving from `where` (in the network namespace `netns` enters, if any); yields
+    its host:port (as its log says it listens)."""
     where.mkdir(parents=True, exist_ok=True)
     config = where / "config.yml"
-    config.write_text(CONFIG.format(root=where / "data"), encoding="utf-8")
+    config.write_text(CONFIG.format(root=where / "data", addr=addr), encoding="utf-8")
     log = where / "registry.log"
-    registry = Daemon("the registry", [str(exe), "serve", str(config)], log,
+    registry = Daemon("the registry", [*netns, str(exe), "serve", str(config)], log,
                       ready=LogLine(log, LISTENING.pattern, "it listens"))
     try:
         said = registry.start()
