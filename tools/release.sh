@@ -188,9 +188,14 @@ helm install cni-delguard${plain:+ ${plain[*]}} oci://$prefix/charts/cni-delguar
 EOF
 }
 
+# Unset by flag or environment: the project's home as packaging/project.env publishes it (the
+# chart's metadata and the alerts' runbook links read the same file, tools/project.py).
+[ -n "$home_url" ] || home_url=$(python3 tools/project.py --get repository 2>/dev/null) || true
+[ -n "$home_image" ] || home_image=$(python3 tools/project.py --get image 2>/dev/null) || true
 [ -n "$home_url" ] && [ -n "$home_image" ] ||
     die "the project's home is not set: --home-url URL --home-image REGISTRY/PATH/cni-delguard" \
-        "(or DELGUARD_HOME_URL, DELGUARD_HOME_IMAGE); there is no default address"
+        "(or DELGUARD_HOME_URL, DELGUARD_HOME_IMAGE, or packaging/project.env); there is no" \
+        "default address"
 command+=(--home-url "$home_url" --home-image "$home_image")
 if [ -n "$check" ]; then
     check_reproducible
