@@ -37,7 +37,7 @@ from tests.support.confs import guard_plugin, stale_delegate
 from tests.support.fakes import install_slow
 from tests.support.waiting import wait_for
 
-DELEGATE = "fake-stateful"  # the matrix's name for the chain: the suite's, its ADD made slow
+CHAIN = "fake-stateful"  # the matrix's name for the chain: the suite's, its ADD made slow
 PLUGIN = "slow-delegate"
 DELAYS = (150, 200, 230)  # seconds the fake's ADD takes, one pod each: all under 240
 RUN_POD_SANDBOX = 240  # the kubelet's deadline at its default runtimeRequestTimeout (2m)
@@ -74,7 +74,7 @@ class Evidence:
 
     def record(self) -> None:
         for pod in self.pods:
-            row = matrix.Row(runtime="containerd", version=self.version, delegate=DELEGATE,
+            row = matrix.Row(runtime="containerd", version=self.version, chain=CHAIN,
                              scenario=scenario(pod.delay), guard=self.guard,
                              outcome=pod.outcome, seconds=pod.seconds, driver="kubelet")
             matrix.record(row)
