@@ -102,6 +102,8 @@ def watch_node(args: argparse.Namespace, say: actions.Say) -> int:
         f"watching {opts.conf_dir} and {opts.bin_dir} "
         f"(layout {opts.layout}, dirs from the {opts.source}, every {limits.interval:g} s)"
     )
+    for note in opts.notes:  # where the timeouts came from (node/kubeletconf.py)
+        say(note)
     say(f"assess: {_assessed(args.root, opts.layout)}")
     _start(opts, say)
     metrics = exporter.start(args, opts, _guard_log(args, opts), counts, say)

@@ -292,6 +292,8 @@ def _one_shot(args: argparse.Namespace, out: TextIO, stderr: TextIO) -> int:
     else:
         _wait_for_conf(opts, args.wait, say)
         actions.install(opts, out, say)
+        for note in opts.notes:  # where the timeouts came from (kubeletconf.py)
+            say(note)
     return 0
 
 
