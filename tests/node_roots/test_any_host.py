@@ -125,7 +125,9 @@ def bullseye(tmp: Path, outer: Netns, inner: Netns, fake: Path) -> Iterator[Node
 @contextlib.contextmanager
 def no_libc(tmp: Path, outer: Netns, inner: Netns, fake: Path) -> Iterator[NodeRoot]:
     root = tmp / "no-libc"
-    for d in ("opt/cni/bin", "etc/cni/net.d", "tmp", "proc", "run/netns", "var"):
+    # /var/log as every host has it: the guard makes its own log dir only as a leaf of a dir
+    # that exists (guard/paths.py creatable), never a missing parent.
+    for d in ("opt/cni/bin", "etc/cni/net.d", "tmp", "proc", "run/netns", "var/log"):
         (root / d).mkdir(parents=True)
     (root / "tmp").chmod(0o1777)
     shutil.copy(fake, root / "opt/cni/bin/static-fake")
