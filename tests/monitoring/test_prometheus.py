@@ -62,7 +62,9 @@ class Node:
         self.conf = root / "etc/cni/net.d/00-multus.conf"
         self.state = root / "var/lib/cni/delguard"
         self.log = root / "var/log/cni-delguard/delguard.log"
-        for d in (self.bin, self.conf.parent):
+        # /var/log as a node has it: the guard makes its log dir only as a leaf of a dir that
+        # exists (guard/paths.py creatable)
+        for d in (self.bin, self.conf.parent, self.log.parent.parent):
             d.mkdir(parents=True)
         self.conf.write_text(MULTUS_CONF)
         install_fake(self.bin, "stale-delegate", "stale_delegate.py")
