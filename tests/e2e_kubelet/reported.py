@@ -33,7 +33,7 @@ from tests.e2e_cri.reported import RESTART_WINDOW, STOP_DEADLINE, Evidence
 from tests.e2e_kubelet.kubelet import GC_PERIOD, NAMESPACE, Kubelet, is_ready, plain_pod
 from tests.e2e_kubelet.node import Node
 from tests.e2e_kubelet.runtimes import RUNTIMES, Runtime
-from tests.e2e_kubelet.site import READY_BOUND, Run, Shared, elapsed, skip_or_fail
+from tests.e2e_kubelet.site import READY_BOUND, Shared, elapsed, skip_or_fail
 from tests.support.multus import NODE
 from tests.support.reported_stack import ReportedStack
 from tests.support.waiting import wait_for
@@ -131,6 +131,18 @@ def kube_ovn_hangs_del(here: Site, ev: Evidence) -> None:
     ev.errors = [line[:700] for line in deadlines[:3]]
     ev.facts["deadline_failures"] = len(deadlines)
     ev.facts["ports_leaked"] = len(stack.kube_ovn.held_ports())
+
+
+@dataclass(frozen=True)
+class Run:
+    scenario: str
+    runtime: Runtime
+    guard: bool
+    minutes: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.runtime.key}-{'with' if self.guard else 'without'}-guard"
 
 
 RUNS = [Run("kube-ovn-hangs-del", rt, guard, 5) for rt in RUNTIMES for guard in (False, True)]

@@ -35,20 +35,6 @@ READY_BOUND = 300  # seconds from a manifest to its pod Ready: a sandbox, a cont
 
 
 @dataclass(frozen=True)
-class Run:
-    """One node's run of a scenario that has a module of its own (reported.py, slow_add.py)."""
-
-    scenario: str
-    runtime: Runtime
-    guard: bool
-    minutes: int
-
-    @property
-    def id(self) -> str:
-        return f"{self.runtime.key}-{'with' if self.guard else 'without'}-guard"
-
-
-@dataclass(frozen=True)
 class Shared:
     """What every node of a run uses and is made once: the CRI stubs, the pause image, the
     installer image (built on first use)."""

@@ -31,7 +31,7 @@ from tests.e2e_cri.scenario import NETWORK, Network, bridge_conf, guard_log, gua
 from tests.e2e_kubelet.kubelet import Kubelet, is_ready, plain_pod
 from tests.e2e_kubelet.node import Node
 from tests.e2e_kubelet.runtimes import RUNTIMES, Runtime
-from tests.e2e_kubelet.site import Run, Shared, elapsed, skip_or_fail
+from tests.e2e_kubelet.site import Shared, elapsed, skip_or_fail
 from tests.support import matrix, records
 from tests.support.confs import guard_plugin, stale_delegate
 from tests.support.fakes import install_slow
@@ -182,6 +182,18 @@ def slow_adds(here: Site, ev: Evidence) -> None:
         log = guard_log(here.node)
         lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
         ev.guard_timeouts = [line[:700] for line in lines if "timed out" in line][:3]
+
+
+@dataclass(frozen=True)
+class Run:
+    scenario: str
+    runtime: Runtime
+    guard: bool
+    minutes: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.runtime.key}-{'with' if self.guard else 'without'}-guard"
 
 
 RUNS = [Run("slow-add", rt, guard, 6) for rt in RUNTIMES for guard in (False, True)]
