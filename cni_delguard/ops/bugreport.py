@@ -111,21 +111,21 @@ class Under:
         self.root = self.node.path
         self.problems: dict[str, str] = {}
 
-    def open_dir(self, path: str) -> int:
-        """A descriptor of the dir `path` (seen from here), through the host floor's walk."""
+    def on_node(self, path: str) -> str:
+        """`path` (seen from here) as the node names it; UsageError when not under the root."""
         node_path = self.node.on_node(path)
         if node_path is None:
             raise UsageError(f"{path} is not under --root {self.root}")
-        return self.node.open_dir(node_path)
+        return node_path
+
+    def open_dir(self, path: str) -> int:
+        """A descriptor of the dir `path` (seen from here), through the host floor's walk."""
+        return self.node.open_dir(self.on_node(path))
 
     def read(self, path: str, limit: int) -> bytes | None:
         """A regular file's bytes (at most `limit`), or None with the reason kept."""
         try:
-            fd = self.open_dir(os.path.dirname(path))
-            try:
-                return fsutil.read_regular(fd, os.path.basename(path), limit).data
-            finally:
-                os.close(fd)
+            return self.node.read(self.on_node(path), limit)
         except (OSError, UsageError) as exc:
             self._problem(path, exc)
             return None
