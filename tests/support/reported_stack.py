@@ -16,6 +16,9 @@ with the node at a power-off and is started again by `node_up`):
   DEL returns at once, when runtimeConfig.portMappings is empty).
 - kube-ovn's daemon: tests/fakes/kube_ovn_daemon.py (a stand-in: its header says what it copies)
   on /run/openvswitch/kube-ovn-daemon.sock; `kube_ovn.mode(...)` makes it hang, slow or fail.
+  The veths' host ends go into the node's network namespace (`node_netns`), where the runtime
+  and its plugins run; the stack's daemons themselves run in the node's mount namespace only, on
+  the host's loopback where the chain's API server listens.
 - multus-daemon (peers/pins.tsv's multus rows: v4.2.3, the report's, or v4.3.0) with Cozystack's
   daemon-config.json (cozystack/cozystack packages/system/multus/templates/
   multus-daemonset-thick.yml: cniVersion 0.3.1, logLevel verbose, cniConfigDir and
@@ -78,6 +81,27 @@ def kube_ovn_plugin() -> Path:
     return peer.bin("cni")
 
 
+def node_netns(enter: tuple[str, ...]) -> str:
+    """The node's network namespace, from the argv prefix that enters the node: the one it
+    enters, or its holder's (a node whose runtime alone enters it). Never the machine's own: a
+    node without one of its own is refused."""
+    for arg in enter:
+        if arg.startswith("--net="):
+            return arg.removeprefix("--net=")
+    mount = next(a.removeprefix("--mount=") for a in enter if a.startswith("--mount="))
+    path = str(Path(mount).with_name("net"))
+    if os.readlink(path) == os.readlink("/proc/self/ns/net"):
+        raise RuntimeError("the node has no network namespace of its own: kube-ovn's host ends "
+                           "would land in the machine's")
+    return path
+
+
+def mount_only(enter: tuple[str, ...]) -> tuple[str, ...]:
+    """The same prefix without the node's network namespace: the stack's daemons reach the
+    chain's API server on the host's loopback."""
+    return tuple(a for a in enter if not a.startswith("--net="))
+
+
 @dataclass
 class KubeOvnDaemon:
     """The stand-in for kube-ovn's daemon, run in the node (tests/fakes/kube_ovn_daemon.py)."""
@@ -118,9 +142,9 @@ class KubeOvnDaemon:
         if not self.settings.exists():
             self.mode()
         self.starts += 1
-        argv = [*enter, sys.executable, "-I", str(DAEMON), "--settings", str(self.settings),
-                "--record", str(self.record), "--ports", str(self.ports),
-                "--start-after", str(after)]
+        argv = [*mount_only(enter), sys.executable, "-I", str(DAEMON), "--settings",
+                str(self.settings), "--record", str(self.record), "--ports", str(self.ports),
+                "--node-netns", node_netns(enter), "--start-after", str(after)]
         if self._process is None:
             # It records "listening" once its socket is bound and listening (the record, not the
             # socket: a check of the socket would see the bind before the record is there).
@@ -172,7 +196,7 @@ class Installer:
         assert self.proc is None
         self.proc = Daemon(
             "the installer",
-            [*enter, str(frozen_binary()), "install", "--watch", "--layout", "standard",
+            [*mount_only(enter), str(frozen_binary()), "install", "--watch", "--layout", "standard",
              "--conf-dir", str(self.conf_dir), "--bin-dir", str(self.bin_dir), "--log-file",
              str(self.log_file)], self.out)
         self.proc.start(wait=False)
@@ -229,7 +253,7 @@ class ReportedMultus(MultusThick):
         assert self.limit is not None
         self.node_enter = enter
         self.limit.create()
-        self.enter = (*enter, *self.limit.enter())
+        self.enter = (*mount_only(enter), *self.limit.enter())
         began = time.monotonic()
         self.start_daemon()
         self.ready_seconds.append(round(time.monotonic() - began, 1))
