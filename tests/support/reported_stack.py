@@ -15,7 +15,10 @@ with the node at a power-off and is started again by `node_up`):
   (containernetworking/plugins v1.1.1 plugins/meta/portmap/main.go: ADD hands back prevResult,
   DEL returns at once, when runtimeConfig.portMappings is empty).
 - kube-ovn's daemon: tests/fakes/kube_ovn_daemon.py (a stand-in: its header says what it copies)
-  on /run/openvswitch/kube-ovn-daemon.sock; `kube_ovn.mode(...)` makes it hang, slow or fail.
+  on /run/openvswitch/kube-ovn-daemon.sock, its pod cache the chain's API server;
+  `kube_ovn.mode(...)` sets its modes and kube-ovn's timing. kube-ovn-controller's part (each
+  pod's address allocated, and freed when the pod is deleted): tests/fakes/kube_ovn_controller.py,
+  a thread of the test, as the controller is off the node.
   The veths' host ends go into the node's network namespace (`node_netns`), where the runtime
   and its plugins run; the stack's daemons themselves run in the node's mount namespace only, on
   the host's loopback where the chain's API server listens.
@@ -46,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.fakes.kube_ovn_controller import KubeOvnController
 from tests.support import peers
 from tests.support.cpulimit import CpuLimit
 from tests.support.daemon import Daemon, Record
@@ -108,6 +112,7 @@ class KubeOvnDaemon:
 
     work: Path
     run: Path  # the node's /run as the host sees it
+    api: KubeAPI | None = None  # its informer's pods (none: every pod there and allocated)
     proc: Daemon | None = None  # while it runs
     starts: int = 0
     _process: Daemon | None = None
@@ -129,8 +134,11 @@ class KubeOvnDaemon:
     def socket(self) -> Path:
         return self.run / SOCKET.removeprefix("/run/")
 
-    def mode(self, add: str = "healthy", delete: str = "healthy", delay: float = 0) -> None:
-        body = {"add": add, "del": delete, "delay": delay}
+    def mode(self, add: str = "healthy", delete: str = "healthy", delay: float = 0,
+             **timing: float | None) -> None:
+        """Its modes, and kube-ovn's timing (ovn_installed_after, gateway_after: the stand-in's
+        header says what each does)."""
+        body = {"add": add, "del": delete, "delay": delay, **timing}
         tmp = self.settings.with_suffix(".tmp")
         tmp.write_text(json.dumps(body), encoding="utf-8")
         tmp.rename(self.settings)
@@ -145,6 +153,8 @@ class KubeOvnDaemon:
         argv = [*mount_only(enter), sys.executable, "-I", str(DAEMON), "--settings",
                 str(self.settings), "--record", str(self.record), "--ports", str(self.ports),
                 "--node-netns", node_netns(enter), "--start-after", str(after)]
+        if self.api is not None:
+            argv += ["--api", self.api.url, "--api-ca", str(self.api.cert), "--node", NODE]
         if self._process is None:
             # It records "listening" once its socket is bound and listening (the record, not the
             # socket: a check of the socket would see the bind before the record is there).
@@ -279,6 +289,7 @@ class ReportedStack:
     work: Path
     api: KubeAPI = field(init=False)
     kube_ovn: KubeOvnDaemon = field(init=False)
+    kube_ovn_controller: KubeOvnController = field(init=False)
     multus: ReportedMultus = field(init=False)
     installer: Installer | None = field(init=False, default=None)
 
@@ -301,7 +312,9 @@ class ReportedStack:
             json.dump(kube_ovn_conflist(), f, indent=1)
         self.api = KubeAPI(self.work / "api")
         self.api.start()
-        self.kube_ovn = KubeOvnDaemon(self.work, self.run)
+        self.kube_ovn_controller = KubeOvnController(self.api, NODE)
+        self.kube_ovn_controller.start()
+        self.kube_ovn = KubeOvnDaemon(self.work, self.run, self.api)
         self.kube_ovn.start(enter)
         self.multus = ReportedMultus(version=self.version, run=self.run,
                                      runtime_conf=self.conf_dir,
@@ -379,6 +392,8 @@ class ReportedStack:
             self.multus.stop_daemon()
         with contextlib.suppress(Exception):
             self.kube_ovn.stop()
+        with contextlib.suppress(Exception):
+            self.kube_ovn_controller.stop()
         with contextlib.suppress(Exception):
             self.api.stop()
 

@@ -12,20 +12,25 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fakes.kube_ovn_controller import KubeOvnController, pod_address
 from tests.fakes.kube_ovn_daemon import nic_names
 from tests.support import peers
 from tests.support.daemon import Daemon, Record
+from tests.support.kubeapi import KubeAPI
 from tests.support.records import read_jsonl
 from tests.support.waiting import wait_for
 
 DAEMON = Path(__file__).resolve().parents[1] / "fakes" / "kube_ovn_daemon.py"
 ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=p1"
+NODE = "node-a"
+SCALE = 0.02  # kube-ovn's seconds, shrunk: 20 looks in 0.4 s, 30 s in 0.6 s, 200 ARPs in 4 s
 
 
 class UnixHTTP(http.client.HTTPConnection):
@@ -70,13 +75,15 @@ class StandIn:
         return sorted(p.name for p in (self.tmp / "ports").iterdir())
 
 
-def start(tmp: Path, node: str, after: float = 0) -> StandIn:
-    """Started, not yet awaited: ready once it has recorded that it listens (it binds first)."""
+def start(tmp: Path, node: str, after: float = 0, api: KubeAPI | None = None) -> StandIn:
+    """Started, not yet awaited: ready once it has recorded that it listens (it binds first).
+    With `api`, its pods are that server's pods of NODE."""
+    cache = [] if api is None else ["--api", api.url, "--api-ca", str(api.cert), "--node", NODE]
     process = Daemon(
         "the kube-ovn daemon stand-in",
         [sys.executable, "-I", str(DAEMON), "--socket", str(tmp / "d.sock"), "--settings",
          str(tmp / "settings.json"), "--record", str(tmp / "record.jsonl"), "--ports",
-         str(tmp / "ports"), "--node-netns", node, "--start-after", str(after)],
+         str(tmp / "ports"), "--node-netns", node, *cache, "--start-after", str(after)],
         tmp / "daemon.log",
         ready=Record(tmp / "record.jsonl", lambda r: r["phase"] == "listening", "listening"))
     process.start(wait=False)
@@ -230,7 +237,7 @@ def test_start_after_binds_only_later(tmp_path: Path, node: str) -> None:
         assert time.monotonic() - began >= 2.0
         assert isinstance(said, dict) and said["t"] - wall >= 1.5
         assert d.socket.exists(), "it binds before it says it listens"
-        assert [r["phase"] for r in d.record()] == ["listening"]
+        assert [r["phase"] for r in d.record() if r["phase"] != "gc"] == ["listening"]
         assert d.post("del", REQ) == (204, None)
     finally:
         d.process.kill()
@@ -263,3 +270,156 @@ def test_the_real_plugin_speaks_to_it(daemon: StandIn, netns: str, node: str) ->
     assert "delete ip return 500" in out["details"]
     rc, out = plugin("DEL", {k: v for k, v in conf.items() if k != "server_socket"}, netns)
     assert (rc, out["code"]) == (1, 7) and "server_socket is required" in out["details"]
+
+
+# --- kube-ovn's timing and clean-up, against the chain's API server ------------------------------
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[KubeAPI]:
+    server = KubeAPI(tmp_path / "api")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def cached(tmp_path: Path, node: str, api: KubeAPI) -> Iterator[StandIn]:
+    """The stand-in with its pod cache on `api`, its seconds scaled by SCALE."""
+    d = start(tmp_path, node, api=api)
+    d.mode(scale=SCALE)
+    try:
+        d.process.wait_ready(timeout=30)
+        yield d
+    finally:
+        d.process.kill()
+
+
+def looks(d: StandIn) -> list[bool]:
+    """Its looks for the pod's annotations: whether each found the pod."""
+    return [r["found"] for r in d.record() if r["phase"] == "look"]
+
+
+def allocated(api: KubeAPI) -> None:
+    """p1 in the API, its address allocated by the controller stand-in."""
+    api.put_pod("default", "p1", "uid-1", NODE)
+    controller = KubeOvnController(api, NODE)
+    controller.reconcile()
+    assert [a.key for a in controller.held()] == ["default/p1"]
+
+
+def test_add_for_a_pod_not_in_the_cache_fails_at_once(cached: StandIn, netns: str) -> None:
+    status, body = cached.post("add", REQ | {"net_ns": netns})
+    assert status == 500 and body is not None and "get pod default/p1 failed" in body["error"]
+    assert looks(cached) == [False]
+
+
+def test_add_waits_20_looks_for_the_address_then_fails(cached: StandIn, netns: str,
+                                                      node: str, api: KubeAPI) -> None:
+    api.put_pod("default", "p1", "uid-1", NODE)  # no controller: never allocated
+    status, body = cached.post("add", REQ | {"net_ns": netns})
+    assert status == 500 and body is not None
+    assert body["error"].startswith("no address allocated to pod default/p1")
+    assert looks(cached) == [True] * 20
+    assert cached.ports() == [] and links(node) == {}
+
+
+def test_add_takes_the_controllers_address(cached: StandIn, netns: str, api: KubeAPI) -> None:
+    allocated(api)
+    status, body = cached.post("add", REQ | {"net_ns": netns})
+    assert status == 200 and body is not None
+    assert body["address"] == pod_address("default", "p1")
+
+
+@pytest.mark.parametrize(("settings", "status", "error"), [
+    pytest.param({"ovn_installed_after": 29}, 200, "", id="ovn-installed-within-30s"),
+    pytest.param({"ovn_installed_after": 31}, 500, "is not ready after 30s",
+                 id="ovn-installed-too-late"),
+    pytest.param({"gateway_after": 150}, 200, "", id="gateway-at-150s"),
+    pytest.param({"gateway_after": None}, 500, "not ready for interface eth0 after 200 checks",
+                 id="gateway-never"),
+    pytest.param({"add": "ovsdb-down"}, 500, "ovs-vsctl --timeout=30 add-port", id="ovsdb-down"),
+])
+def test_add_fails_as_kube_ovn_does_and_rolls_back(
+        cached: StandIn, netns: str, node: str, api: KubeAPI, settings: dict[str, Any],
+        status: int, error: str) -> None:
+    allocated(api)
+    cached.mode(scale=SCALE, **settings)
+    got, body = cached.post("add", REQ | {"net_ns": netns}, timeout=60)
+    assert body is not None and (got, error in body["error"]) == (status, True)
+    made = status == 200
+    assert cached.ports() == (["c1:eth0"] if made else []), "the port rolled back"
+    assert list(links(node)) == (["c1_h"] if made else []), "the pair rolled back"
+    assert list(links(netns)) == (["eth0"] if made else [])
+
+
+def test_the_gateway_check_stops_when_the_pod_is_deleted(cached: StandIn, netns: str,
+                                                         node: str, api: KubeAPI) -> None:
+    allocated(api)
+    cached.mode(scale=SCALE, gateway_after=None)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        answer = pool.submit(cached.post, "add", REQ | {"net_ns": netns}, 60)
+        wait_for(lambda: [r for r in cached.record() if r["phase"] == "port"],
+                 "the port to be made", timeout=30, every=0.02)
+        api.delete_pod("default", "p1")  # while it sends ARPs
+        status, body = answer.result()
+    assert status == 500 and body is not None
+    assert "gateway check canceled" in body["error"]
+    assert "after 200 checks" not in body["error"]
+    assert cached.ports() == [] and links(node) == {}
+
+
+def test_del_with_ovsdb_down_answers_500_and_keeps_the_port(cached: StandIn, netns: str,
+                                                           node: str, api: KubeAPI) -> None:
+    allocated(api)
+    assert cached.post("add", REQ | {"net_ns": netns})[0] == 200
+    cached.mode(scale=SCALE, **{"del": "ovsdb-down"})
+    status, body = cached.post("del", REQ | {"net_ns": netns})
+    assert status == 500 and body is not None and "del-port br-int c1_h" in body["error"]
+    assert cached.ports() == ["c1:eth0"] and list(links(node)) == ["c1_h"]
+
+
+def gc_passes(d: StandIn) -> list[dict[str, Any]]:
+    return [r for r in d.record() if r["phase"] == "gc"]
+
+
+def gc_lines(d: StandIn) -> list[tuple[str, str]]:
+    return [(r["port"], r["why"]) for r in d.record()
+            if r["phase"] == "port" and r["why"].startswith("gc")]
+
+
+def test_gc_removes_the_port_whose_veth_is_gone(cached: StandIn, netns: str, node: str,
+                                                api: KubeAPI) -> None:
+    """A pod's netns deleted without a DEL (the DEL never reached the daemon): the pair goes
+    with it, and the next pass (60 s, scaled) removes the port."""
+    allocated(api)
+    assert cached.post("add", REQ | {"net_ns": netns})[0] == 200
+    subprocess.run(["nsenter", f"--net={netns}", "ip", "link", "del", "eth0"], check=True)
+    wait_for(lambda: gc_lines(cached), "a GC pass", timeout=30, every=0.1)
+    assert gc_lines(cached) == [("c1:eth0", "gc: no such device")]
+    assert cached.ports() == []
+
+
+@pytest.mark.parametrize(("pod_there", "link_up", "kept"), [
+    pytest.param(False, False, False, id="down-and-no-pod-removed"),
+    pytest.param(True, False, True, id="down-but-pod-there-kept"),
+    pytest.param(False, True, True, id="up-kept-whatever-the-pod"),
+])
+def test_gc_looks_only_at_links_not_up(cached: StandIn, netns: str, node: str, api: KubeAPI,
+                                       pod_there: bool, link_up: bool, kept: bool) -> None:
+    """ListInterfacePodMap finds interfaces whose link_state is not up; of those, a pod not in
+    the cache loses its port."""
+    allocated(api)
+    assert cached.post("add", REQ | {"net_ns": netns})[0] == 200
+    if not link_up:
+        subprocess.run(["nsenter", f"--net={netns}", "ip", "link", "set", "eth0", "down"],
+                       check=True)
+    if not pod_there:
+        api.delete_pod("default", "p1")
+    done = len(gc_passes(cached))
+    wait_for(lambda: len(gc_passes(cached)) >= done + 2, "two more GC passes", timeout=30,
+             every=0.1)
+    assert cached.ports() == (["c1:eth0"] if kept else [])
+    assert list(links(node)) == ["c1_h"], "CleanInterface removes the port, not the link"
