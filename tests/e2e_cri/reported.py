@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import grpc
 
-from tests.e2e_cri import pause_image
+from tests.e2e_cri import pause_image, reported_lifetimes
 from tests.e2e_cri.node import Node
 from tests.support.cri import CriClient, PodSpec, Stubs
 from tests.support.evidence import Evidence
@@ -247,17 +247,20 @@ def double_del(site: Site) -> None:
 
 
 def reboot(site: Site) -> None:
-    """The node loses power while the pod's ADD hangs at kube-ovn's daemon; it boots, and the
+    """The node loses power while the pod's ADD is in kube-ovn's daemon (its gateway check, which
+    pings for up to 200 s: the longest wait of a kube-ovn ADD); it boots, and the
     kubelet's Stop and Remove of the stale sandbox come before the DaemonSets' pods are back (as
     tests/e2e_cri/matrix_scenarios.py's reboot); then the pod is run again. seconds: boot to
     Ready."""
     stack = site.stack
-    stack.kube_ovn.mode(add="hang")
+    stack.kube_ovn.mode(gateway_after=None)
     spec = site.pod("rb")
     pending = site.client.run_pod_future(spec, timeout=RUN_DEADLINE)
     hung = wait_for(lambda: stack.kube_ovn.requests("add"), "the ADD to reach kube-ovn's daemon",
                     timeout=120, every=0.2)
     stale = str(hung[0]["request"]["container_id"])
+    wait_for(lambda: any(p.startswith(stale) for p in stack.kube_ovn.held_ports()),
+             "its port made: the ADD in its gateway check", timeout=120, every=0.2)
     stack.kube_ovn.mode()  # its settings are on disk: healthy when it comes back
     removed: list[bool] = []
     with rebooted(site, before_daemons=lambda: removed.append(
@@ -363,6 +366,7 @@ SCENARIOS: dict[str, Callable[[Site], None]] = {
     "kube-ovn-down-at-boot": kube_ovn_down_at_boot,
     "multus-restart": multus_restart,
     "reboot-20-pods": reboot_20_pods,
+    "kube-ovn-lifetimes": reported_lifetimes.kube_ovn_lifetimes,
 }
 
 
