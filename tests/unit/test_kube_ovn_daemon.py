@@ -423,3 +423,23 @@ def test_gc_looks_only_at_links_not_up(cached: StandIn, netns: str, node: str, a
              every=0.1)
     assert cached.ports() == (["c1:eth0"] if kept else [])
     assert list(links(node)) == ["c1_h"], "CleanInterface removes the port, not the link"
+
+
+@pytest.mark.parametrize(("command", "settings", "said"), [
+    pytest.param("ADD", {"ovn_installed_after": 31}, "is not ready after 30s",
+                 id="add-ovn-installed-too-late"),
+    pytest.param("ADD", {"add": "ovsdb-down"}, "add-port br-int c1_h", id="add-ovsdb-down"),
+    pytest.param("DEL", {"del": "ovsdb-down"}, "del-port br-int c1_h", id="del-ovsdb-down"),
+])
+def test_the_real_plugin_turns_each_500_into_rpc_failed(
+        cached: StandIn, netns: str, api: KubeAPI, command: str, settings: dict[str, Any],
+        said: str) -> None:
+    allocated(api)
+    conf = {"cniVersion": "0.3.1", "name": "kube-ovn", "type": "kube-ovn",
+            "server_socket": str(cached.socket)}
+    if command == "DEL":
+        assert plugin("ADD", conf, netns)[0] == 0
+    cached.mode(scale=SCALE, **settings)
+    rc, out = plugin(command, conf, netns)
+    assert (rc, out["code"], out["msg"]) == (1, 11, "RPC failed")
+    assert said in out["details"]
