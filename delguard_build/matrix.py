@@ -58,6 +58,8 @@ SCENARIOS = (
     # deleted, kube-ovn's daemon down too; multus's daemon back some seconds later
     "reboot-20-pods",  # a node rebooted with 20 pods running: every old sandbox's DELs and the
     # new sandboxes' ADDs at once, through multus's daemon under its CPU limit
+    "kube-ovn-lifetimes",  # how long kube-ovn's OVS port and the pod's IP outlive a pod deleted
+    # through multus in auto mode, and a reboot (each lifetime a fact of the run)
     "slow-add-150s",  # a pod whose ADD succeeds after 150 s, under the kubelet's 240 s deadline
     "slow-add-200s",  # ... after 200 s
     "slow-add-230s",  # ... after 230 s
@@ -65,7 +67,7 @@ SCENARIOS = (
 # The windows of the reported stack (multus thick in auto mode before kube-ovn), run on its
 # chains alone
 REPORTED_SCENARIOS = ("kube-ovn-down-at-boot", "kube-ovn-hangs-del", "multus-restart",
-                      "reboot-20-pods")
+                      "reboot-20-pods", "kube-ovn-lifetimes")
 # Slow ADDs against the kubelet's RunPodSandbox deadline: run under a real kubelet alone
 # (tests/e2e_kubelet/slow_add.py), never by the CRI suite.
 SLOW_ADD_SCENARIOS = ("slow-add-150s", "slow-add-200s", "slow-add-230s")

@@ -30,7 +30,9 @@ pytestmark = [pytest.mark.containerd, pytest.mark.slow]
 
 # How long each scenario takes, about (minutes): the longest start first.
 MINUTES = {"double-del": 1, "reboot": 1, "kube-ovn-down-at-boot": 1.5, "multus-restart": 1.5,
-           "reboot-20-pods": 3}
+           "reboot-20-pods": 3, "kube-ovn-lifetimes": 4}
+# What these measure is kube-ovn's, not the runtime's: the reported runtime row alone.
+REPORTED_ROW_ONLY = {"kube-ovn-lifetimes": ("containerd-2.1", "v4.2.3")}
 CONTAINERDS = ("containerd-1.6", "containerd-1.7", "containerd-2.1")
 
 
@@ -43,6 +45,8 @@ def _runs() -> list[Run]:
     rows = [*((k, "v4.2.3") for k in (*CONTAINERDS, "cri-o-1.36")), ("containerd-2.1", "v4.3.0")]
     for scenario in SCENARIOS:
         for key, version in rows:
+            if REPORTED_ROW_ONLY.get(scenario, (key, version)) != (key, version):
+                continue
             for guard in (False, True):
                 table.append(Run(scenario, BY_KEY[key], version, guard, MINUTES[scenario]))
     return table
