@@ -33,7 +33,10 @@ behaviour between calls:
     recordFile   JSON-lines record of invocations (required)
     failAdd      CNI error code its ADD returns (after writing nothing)
     failDel      CNI error code its DEL returns even when config and daemon are fine
-    hang         commands that sleep instead of answering, e.g. ["ADD"]
+    hang         commands that sleep instead of answering, e.g. ["ADD"]: the plugin's client has
+                 no timeout, so it waits as long as its daemon does (an ADD up to 20 + 30 +
+                 200 s, an ovs-vsctl call 30 s: tests/fakes/kube_ovn_daemon.py cites each); a
+                 longer sleep stands for a daemon process that no longer answers at all
     hangSeconds  how long they sleep (default 3600)
 """
 
