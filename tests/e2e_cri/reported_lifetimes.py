@@ -22,7 +22,11 @@ GONE_BOUND, else stuck. seconds: the longest any of them survived. facts: each l
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tests.support.records import read_jsonl
@@ -51,7 +55,31 @@ def port_removed(site: Site, sandbox: str) -> float | None:
         return wait_for(removed, f"the port of {sandbox[:12]} to go", timeout=GONE_BOUND,
                         every=0.5)
     except WaitTimeoutError:
+        site.ev.facts.setdefault("netns_held_by", {})[sandbox[:12]] = holders(site, sandbox)
         return None
+
+
+def holders(site: Site, sandbox: str) -> list[str]:
+    """What keeps a port's pod netns (so its veth) alive: every process with a thread in it, a
+    descriptor on it or a mount of it in its mount namespace, as `pid comm`."""
+    ino = None
+    for path in site.stack.kube_ovn.ports.glob(f"{sandbox}:*"):
+        ino = json.loads(path.read_text(encoding="utf-8")).get("netns_ino")
+    if ino is None:
+        return []
+    found = set()
+    want = f"net:[{ino}]"
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            refs = [os.readlink(t / "ns" / "net") for t in (proc / "task").iterdir()]
+            refs += [os.readlink(fd) for fd in (proc / "fd").iterdir()]
+            mounted = want in (proc / "mountinfo").read_text()
+            if want in refs or mounted:
+                comm = (proc / "comm").read_text().strip()
+                found.add(f"{proc.name} {comm}{' (a mount)' if mounted else ''}")
+    return sorted(found)
 
 
 def ip_released(site: Site, key: str) -> float | None:

@@ -286,7 +286,8 @@ class Daemon:
             raise DaemonError(f"add nic to ovs failed: ovs-vsctl --timeout=30 add-port br-int "
                               f"{host}: timed out")
         with self.lock, open(path, "w", encoding="utf-8") as f:
-            json.dump(req | {"host_nic": host, "made": time.time()}, f)
+            json.dump(req | {"host_nic": host, "made": time.time(),
+                             "netns_ino": os.stat(str(req.get("net_ns", ""))).st_ino}, f)
         self.note("made", path, "add")
 
     def wait_ovn_installed(self, host: str) -> None:
