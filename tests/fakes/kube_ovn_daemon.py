@@ -354,14 +354,16 @@ class Daemon:
             except (OSError, ValueError):
                 continue
             state = self.link_state(str(req.get("host_nic", "")))
-            if state == "up":
-                continue
             if state == "gone":
                 self.remove(path, "gc: no such device")
                 continue
             key = f"{req.get('pod_namespace', '')}/{req.get('pod_name', '')}"
-            if pods is not None and key not in pods:
+            if state == "down" and pods is not None and key not in pods:
                 self.remove(path, "gc: pod not found")
+                continue
+            _append(self.record, {"t": time.time(), "phase": "port", "event": "kept",
+                                  "port": name, "why": f"gc: link {state}",
+                                  "cache": pods is not None})
 
     def link_state(self, host: str) -> str:
         shown = self.node(["ip", "-j", "link", "show", "dev", host])

@@ -387,7 +387,7 @@ def gc_passes(d: StandIn) -> list[dict[str, Any]]:
 
 def gc_lines(d: StandIn) -> list[tuple[str, str]]:
     return [(r["port"], r["why"]) for r in d.record()
-            if r["phase"] == "port" and r["why"].startswith("gc")]
+            if r["phase"] == "port" and r["event"] == "removed" and r["why"].startswith("gc")]
 
 
 def test_gc_removes_the_port_whose_veth_is_gone(cached: StandIn, netns: str, node: str,
