@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.containerd, pytest.mark.slow]
 
 # How long each scenario takes, about (minutes): the longest start first.
 MINUTES = {"double-del": 1, "reboot": 1, "kube-ovn-down-at-boot": 1.5, "multus-restart": 1.5,
-           "reboot-20-pods": 3, "kube-ovn-lifetimes": 4}
+           "reboot-20-pods": 3, "kube-ovn-lifetimes": 5}
 # What these measure is kube-ovn's, not the runtime's: the reported runtime row alone.
 REPORTED_ROW_ONLY = {"kube-ovn-lifetimes": ("containerd-2.1", "v4.2.3")}
 CONTAINERDS = ("containerd-1.6", "containerd-1.7", "containerd-2.1")
