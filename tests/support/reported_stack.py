@@ -1,30 +1,45 @@
-"""The reported stack on a node of the tests' own: multus thick in auto mode before the real
-kube-ovn CNI and portmap, as Cozystack 1.2.0 deploys them (issue 35; shared/BACKGROUND.md), with the
-guard put in front by its own installer, as its DaemonSet does.
+"""The reported stack on a node of the tests' own: the conf dir of a Cozystack v1.2.0 node on
+Talos (its kubeovn-cilium variant), multus thick in auto mode in front of cilium's generic-veth
+list (the real kube-ovn CNI, portmap, the real cilium-cni), with the guard put in front by its
+own installer, as its DaemonSet does (issue 43; shared/BACKGROUND.md).
+
+The runtime's conf dir holds, as on that node:
+
+- `05-cilium.conflist`, "generic-veth", written by cilium-agent (the stand-in below writes
+  tests/fakes/cilium_agent.py's COZYSTACK_CONFLIST, whose comment cites cozystack v1.2.0
+  packages/system/cilium: values-kubeovn.yaml, templates/cni.yaml and the chart's
+  cilium-configmap.yaml): kube-ovn with `server_socket` and `ipam.server_socket`, portmap with
+  `snat: true`, cilium-cni; cniVersion 0.3.1. Cozystack's platform package picks that variant
+  on Talos (packages/core/platform/sources/networking.yaml).
+- `10-kube-ovn.conflist`: kube-ovn's own (dist/images/01-kube-ovn.conflist, v1.15.3: kube-ovn
+  with its `server_socket`, portmap; cniVersion 0.3.1) under Cozystack's CNI_CONFIG_PRIORITY 10,
+  mode 0600 as kube-ovn-cni writes it (cmd/daemon/cniserver.go:204-224, which leaves an existing
+  one alone). 05 sorts first, so nothing runs it while 05 is there.
+- `00-multus.conf`, multus-shim, written by multus's daemon in auto mode: its `clusterNetwork` is
+  the path of 05, the first conflist not its own (multus issue 1449: on DEL the list loses
+  `server_socket`). While multus's daemon is down the file is gone and the runtime runs 05.
+
+The binaries: the real kube-ovn CNI plugin and the real cilium-cni (peers/pins.tsv's kube-ovn and
+cilium rows; cilium at v1.19.1, the version Cozystack v1.2.0 pins), Debian's portmap and loopback.
+The pods ask for no port mappings, so portmap touches no iptables (containernetworking/plugins
+v1.1.1 plugins/meta/portmap/main.go: ADD hands back prevResult, DEL returns at once).
 
 What runs in the node (its mount namespace; each a DaemonSet's pod on a real node, so each dies
 with the node at a power-off and is started again by `node_up`):
 
-- kube-ovn's conflist, `10-kube-ovn.conflist` in the runtime's conf dir: kube-ovn's own
-  (dist/images/01-kube-ovn.conflist, v1.15.3: type kube-ovn with its `server_socket`, then portmap
-  with the portMappings capability; cniVersion 0.3.1) under Cozystack's CNI_CONFIG_PRIORITY 10,
-  mode 0600 as kube-ovn-cni writes it (cmd/daemon/cniserver.go:204-224, which leaves an existing
-  one alone: nothing rewrites it at a boot). The binaries: the real kube-ovn CNI plugin
-  (peers/pins.tsv's kube-ovn row; pins.tsv says why that version) as `kube-ovn`, and Debian's
-  portmap and loopback. The pods ask for no port mappings, so portmap touches no iptables
-  (containernetworking/plugins v1.1.1 plugins/meta/portmap/main.go: ADD hands back prevResult,
-  DEL returns at once, when runtimeConfig.portMappings is empty).
 - kube-ovn's daemon: tests/fakes/kube_ovn_daemon.py (a stand-in: its header says what it copies)
   on /run/openvswitch/kube-ovn-daemon.sock; `kube_ovn.mode(...)` makes it hang, slow or fail.
+- cilium-agent: tests/fakes/cilium_agent.py (a stand-in) on /run/cilium/cilium.sock, up, down
+  (`cilium.stop()`) or booting (CILIUM_BOOT s after a boot): what cilium-cni does when the agent
+  is away (its deletion queue, its failing ADD) is the real plugin's own code.
 - multus-daemon (peers/pins.tsv's multus rows: v4.2.3, the report's, or v4.3.0) with Cozystack's
   daemon-config.json (cozystack/cozystack packages/system/multus/templates/
   multus-daemonset-thick.yml: cniVersion 0.3.1, logLevel verbose, cniConfigDir and
   multusAutoconfigDir the node's conf dir, multusConfigFile auto, socketDir /run/multus/), its
-  paths the node's; it writes `00-multus.conf` (multus-shim, `clusterNetwork` the path of
-  kube-ovn's conflist) into the runtime's conf dir and removes it when it stops (pkg/server/config/
-  manager.go:163), and runs under the chart's CPU limit, 100m (tests/support/cpulimit.py), with
-  every delegate it execs. Left out of the daemon config: `chrootDir` (the daemon runs in the
-  node already) and `logToStderr` (its log goes to a file, where the tests count its requests).
+  paths the node's; it removes `00-multus.conf` when it stops (pkg/server/config/manager.go:163),
+  and runs under the chart's CPU limit, 100m (tests/support/cpulimit.py), with every delegate it
+  execs. Left out of the daemon config: `chrootDir` (the daemon runs in the node already) and
+  `logToStderr` (its log goes to a file, where the tests count its requests).
 - with the guard: `cni-delguard install --watch` (the frozen bundle, as the DaemonSet's container
   runs it), which wraps `00-multus.conf` and wraps it again each time multus writes it anew.
 
@@ -54,7 +69,23 @@ from tests.support.records import read_jsonl
 from tests.support.waiting import wait_for
 
 KUBE_OVN = ("kube-ovn", "v1.14.10")  # peers/pins.tsv's row
+CILIUM = ("cilium", "v1.19.1")  # peers/pins.tsv's row: the version Cozystack v1.2.0 pins
 KUBE_OVN_CONF = "10-kube-ovn.conflist"
+CILIUM_CONF = "05-cilium.conflist"
+CILIUM_QUEUE = "/run/cilium/deleteQueue"  # inside the node (cilium pkg/defaults/defaults.go:98)
+# Its endpoint state under its runtime dir, so it goes with the node's /run at a power-off as
+# the agent's /var/run/cilium/state does (/run is a tmpfs on Talos).
+CILIUM_STATE = "/run/cilium/state"
+# cilium-agent's API serves this long after its pod starts at a boot: it is a DaemonSet pod,
+# down with the node, and its init containers (config, which builds its config from the API
+# server, mount-cgroup, apply-sysctl-overwrites, mount-bpf-fs, clean-cilium-state,
+# install-cni-binaries) run before the agent, which restores its endpoints and replays the
+# deletion queue before its API serves (cozystack v1.2.0 packages/system/cilium/charts/cilium/
+# templates/cilium-agent/daemonset.yaml; cilium v1.19.1 pkg/endpoint/api/
+# endpoint_deletion_queue.go). Meanwhile the plugin sees /run/cilium without a socket: its
+# DEL waits for the agent and then queues (plugins/cilium-cni/lib/deletion_queue.go), its ADD
+# waits up to 30 s and fails (code 999) when the agent is not back by then.
+CILIUM_BOOT = 10
 MULTUS_CONF = "00-multus.conf"
 SOCKET = "/run/openvswitch/kube-ovn-daemon.sock"  # inside the node
 CNI_VERSION = "0.3.1"
@@ -62,9 +93,11 @@ MULTUS_CPU = 100  # millicores: Cozystack's kube-multus limits.cpu
 # The installer's first wrap on a node: it copies and verifies the bundle (733 files, 39 MiB,
 # each hashed) first; 39 s of that at load average 50 on 2 cores, so 60 s was too short once.
 WRAP_BOUND = 240
-DAEMON = Path(__file__).resolve().parents[1] / "fakes" / "kube_ovn_daemon.py"
-# The matrix's delegate name for each multus version (tests/support/matrix.py)
-DELEGATES = {"v4.3.0": "multus-thick-auto", "v4.2.3": "multus-thick-auto-v4.2.3"}
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+DAEMON = FAKES / "kube_ovn_daemon.py"
+AGENT = FAKES / "cilium_agent.py"
+# The matrix's chain name for each multus version (tests/support/matrix.py)
+DELEGATES = {"v4.3.0": "cozystack-multus-v4.3.0", "v4.2.3": "cozystack-multus-v4.2.3"}
 
 
 def kube_ovn_conflist() -> dict[str, Any]:
@@ -76,6 +109,10 @@ def kube_ovn_conflist() -> dict[str, Any]:
 def kube_ovn_plugin() -> Path:
     peer = peers.built_or_skip(*KUBE_OVN)
     return peer.bin("cni")
+
+
+def cilium_plugin() -> Path:
+    return peers.built_or_skip(*CILIUM).bin("cilium-cni")
 
 
 @dataclass
@@ -154,6 +191,66 @@ class KubeOvnDaemon:
     def held_ports(self) -> list[str]:
         """The attachments whose port was made and never deleted."""
         return sorted(p.name for p in self.ports.glob("*")) if self.ports.is_dir() else []
+
+
+@dataclass
+class CiliumAgent:
+    """The stand-in for cilium-agent, run in the node (tests/fakes/cilium_agent.py): up, down
+    (SIGTERM: its socket goes, /run/cilium and the deletion queue stay) or booting (its API
+    serves only `after` seconds after its start). It writes 05-cilium.conflist once it serves."""
+
+    work: Path
+    run: Path  # the node's /run as the host sees it
+    conf: Path  # where it writes its conflist (the host's view of the runtime's conf dir)
+    proc: Daemon | None = None  # while it runs
+    _process: Daemon | None = None
+
+    @property
+    def record(self) -> Path:
+        return self.work / "cilium-agent.jsonl"
+
+    @property
+    def queue(self) -> Path:
+        return self.run / CILIUM_QUEUE.removeprefix("/run/")
+
+    def start(self, enter: tuple[str, ...], after: float = 0) -> None:
+        """Started in the node; with `after`, booting that long (not waited for)."""
+        assert self.proc is None
+        argv = [*enter, sys.executable, "-I", str(AGENT), "--state", CILIUM_STATE,
+                "--record", str(self.record), "--start-after", str(after),
+                "--write-cni-conf", str(self.conf)]
+        if self._process is None:
+            self._process = Daemon(
+                "cilium-agent", argv, self.work / "cilium-agent.out",
+                ready=Record(self.record, lambda r: r.get("phase") == "listening", "listening"))
+        self._process.argv = argv
+        self.proc = self._process
+        self._process.start(wait=after == 0)
+        if after == 0:  # it writes the conflist just after its "listening" record
+            wait_for(self.conf.exists, "cilium-agent to write 05-cilium.conflist", timeout=30,
+                     every=0.05)
+
+    def stop(self) -> None:
+        """Down: SIGTERM, as the kubelet stops its container."""
+        if self.proc is not None:
+            self.proc.stop()
+            self.proc = None
+
+    def node_down(self) -> None:
+        """Killed with the node (its socket, state and queue went with the node's /run)."""
+        if self.proc is not None:
+            self.proc.reap()
+            self.proc = None
+
+    def deletes(self, container: str | None = None) -> int:
+        """The endpoint deletions that reached its API (of one container)."""
+        return len([r for r in read_jsonl(self.record)
+                    if r.get("method") == "DELETE" and r.get("path") == "/v1/endpoint"
+                    and container in (None, (r.get("request") or {}).get("container-id"))])
+
+    def replayed(self) -> int:
+        """The deletions the plugin queued while it was down, replayed at its starts."""
+        return len([r for r in read_jsonl(self.record) if r.get("phase") == "replayed"])
 
 
 @dataclass
@@ -255,6 +352,7 @@ class ReportedStack:
     work: Path
     api: KubeAPI = field(init=False)
     kube_ovn: KubeOvnDaemon = field(init=False)
+    cilium: CiliumAgent = field(init=False)
     multus: ReportedMultus = field(init=False)
     installer: Installer | None = field(init=False, default=None)
 
@@ -267,10 +365,13 @@ class ReportedStack:
         return self.work / "delguard.log"
 
     def start(self, enter: tuple[str, ...]) -> None:
-        """Install the binaries and conflist, start the API, kube-ovn's daemon, multus's daemon and
-        (guarded) the installer; ready once the conf the runtime reads is the final one."""
+        """Install the binaries and kube-ovn's conflist, start the API, kube-ovn's daemon,
+        cilium-agent (which writes 05-cilium.conflist), multus's daemon (which picks 05 as the
+        first conflist not its own) and (guarded) the installer; ready once the conf the runtime
+        reads is the final one."""
         self.work.mkdir(parents=True, exist_ok=True)
         (self.bin_dir / "kube-ovn").symlink_to(kube_ovn_plugin())
+        (self.bin_dir / "cilium-cni").symlink_to(cilium_plugin())
         conf = self.conf_dir / KUBE_OVN_CONF
         fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -279,6 +380,8 @@ class ReportedStack:
         self.api.start()
         self.kube_ovn = KubeOvnDaemon(self.work, self.run)
         self.kube_ovn.start(enter)
+        self.cilium = CiliumAgent(self.work, self.run, self.conf_dir / CILIUM_CONF)
+        self.cilium.start(enter)
         self.multus = ReportedMultus(version=self.version, run=self.run,
                                      runtime_conf=self.conf_dir,
                                      limit=CpuLimit(self.node_name, "multus-daemon", MULTUS_CPU))
@@ -326,13 +429,16 @@ class ReportedStack:
         """Everything in the node died with it."""
         self.multus.node_down()
         self.kube_ovn.node_down()
+        self.cilium.node_down()
         if self.installer is not None:
             self.installer.node_down()
 
     def node_up(self, enter: tuple[str, ...], kube_ovn_after: float = 0) -> None:
         """The DaemonSets' pods back on the booted node: kube-ovn's daemon (after
-        `kube_ovn_after` seconds), multus's daemon, the installer."""
+        `kube_ovn_after` seconds), cilium-agent (booting CILIUM_BOOT seconds), multus's daemon,
+        the installer."""
         self.kube_ovn.start(enter, after=kube_ovn_after)
+        self.cilium.start(enter, after=CILIUM_BOOT)
         self.multus.node_up(enter)
         if self.installer is not None:
             self.installer.start(enter)
@@ -355,6 +461,8 @@ class ReportedStack:
             self.multus.stop_daemon()
         with contextlib.suppress(Exception):
             self.kube_ovn.stop()
+        with contextlib.suppress(Exception):
+            self.cilium.stop()
         with contextlib.suppress(Exception):
             self.api.stop()
 
