@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import grpc
 
@@ -66,6 +67,13 @@ ERROR_KINDS = {
     "deadline": "DEADLINE_EXCEEDED",  # the caller's deadline (the kubelet's) passed first
     "name-reserved": "is reserved for",
 }
+
+
+class ReportedNode(Node):
+    """A node with a network namespace of its own, as the kubelet suite's: the runtime, its
+    plugins and the host ends of kube-ovn's veths live in it, never in the machine's."""
+
+    net: ClassVar[bool] = True
 
 
 @dataclass
@@ -385,7 +393,7 @@ class Run:
 def run(spec: Run, stubs: Stubs, archive: Path) -> Evidence:
     """A fresh node for the run, the stack on it, the scenario, the row; torn down always."""
     stack_holder: list[ReportedStack] = []
-    node = Node.create(spec.runtime)
+    node = ReportedNode.create(spec.runtime)
     client: CriClient | None = None
     ev = Evidence(spec.scenario, spec.runtime.key, spec.runtime.version(), "", spec.guard)
     try:

@@ -13,16 +13,23 @@ installable part here can be it. What this process copies from kube-ovn v1.15.3,
 - add: 200 with a request.CniResponse (pkg/request/cniserver.go:44-55; pkg/daemon/handler.go:
   381-393: protocol, address, mac_address, cidr, gateway, mtu, nicname); the plugin turns it into
   its CNI result (cmd/cni/cni.go generateCNIResult). Before it answers, the real daemon gives
-  the pod its interface: a veth pair, one end in the pod's netns as `if_name` with the address,
-  the other on OVS's br-int in the node (handler.go handleAdd, configureNic). The stand-in makes
-  the pod's end the same way and leaves the other end in the pod's netns too, so nothing of the
-  node's network is touched; a runtime that reads the pod's address from the netns (CRI-O's
+  the pod its interface: a veth pair made in the node's network namespace (kube-ovn-cni runs
+  with hostNetwork), named by generateNicName (pkg/daemon/ovs_linux.go:384-394: the container
+  ID's first 12 characters and `_h` / `_c` for eth0, `<id>_<ifname>_h` otherwise), the `_c` end
+  moved into the pod's netns and renamed `if_name` with the address, the `_h` end left up in the
+  node and added to br-int (ovs_linux.go:74-160 configureNic, 1630-1649 setupVethPair). The
+  stand-in makes the pair the same way, in the network namespace given as --node-netns: the
+  node's, where the runtime and its CNI plugins run (cilium-cni's generic-veth chaining looks
+  the host end up there by the pod end's peer index: cilium v1.19.1 plugins/cilium-cni/chaining/
+  generic-veth/generic-veth.go). A runtime that reads the pod's address from the netns (CRI-O's
   network status without a cached result) finds it as with kube-ovn. A netns it cannot enter
-  fails the add (500). It records a "port" per attachment (<ports>/<container_id>:<if_name>),
-  standing for the OVS port and IP the real one makes.
+  fails the add (500). It records a "port" per attachment (<ports>/<container_id>:<if_name>,
+  holding the request and the host end's name), standing for the OVS port and IP the real one
+  makes.
 - del: 204 with no body; at once when net_ns is empty (handler.go:457-460), otherwise after
-  removing the pod's interface and the port, which succeeds when they are already gone
-  (handler.go:530-540: deleteNic deletes with --if-exists): the daemon's DEL is idempotent.
+  removing the port and the host end of the veth (which takes the pod's end with it), each of
+  which may be gone already (ovs_linux.go:299-355 deleteNic: del-port with --if-exists, a host
+  link not found is success): the daemon's DEL is idempotent.
 - Failures: 500 with a CniResponse whose `error` says why (handler.go:533-536). The plugin's client
   (pkg/request/cniserver.go:58-81) turns any status but 200 (add) or 204 (del), and any transport
   error, into CNI error code 11 "RPC failed" (cmd/cni/cni.go:75, 197).
@@ -91,8 +98,9 @@ def mac(container_id: str) -> str:
 class Daemon:
     """The daemon's state: its settings file, its record and its ports."""
 
-    def __init__(self, settings: str, record: str, ports: str) -> None:
+    def __init__(self, settings: str, record: str, ports: str, node_netns: str) -> None:
         self.settings, self.record, self.ports = settings, record, ports
+        self.node_netns = node_netns
         os.makedirs(ports, exist_ok=True)
 
     def mode(self, endpoint: str) -> tuple[str, float]:
@@ -111,11 +119,11 @@ class Daemon:
     def add(self, req: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
         cid = str(req.get("container_id", ""))
         ifname = str(req.get("if_name", "eth0"))
-        failed = pod_nic(str(req.get("net_ns", "")), ifname, address(cid))
+        host, failed = self.pod_nic(str(req.get("net_ns", "")), cid, ifname)
         if failed:
             return 500, {"error": f"configure nic failed: {failed}"}
         with open(self.port(req), "w", encoding="utf-8") as f:
-            json.dump(req, f)
+            json.dump(req | {"host_nic": host}, f)
         return 200, {"protocol": "IPv4", "address": address(cid), "mac_address": mac(cid),
                      "cidr": CIDR, "gateway": GATEWAY, "routes": None, "mtu": MTU,
                      "nicname": ifname, "dns": {}, "error": ""}
@@ -123,35 +131,62 @@ class Daemon:
     def delete(self, req: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
         netns = str(req.get("net_ns", ""))
         if netns != "":
-            if os.path.exists(netns):  # the veth goes (the real one deletes its node end)
-                subprocess.run(["nsenter", f"--net={netns}", "--", "ip", "link", "del",
-                                str(req.get("if_name", "eth0"))], capture_output=True,
-                               check=False)
+            host, _ = nic_names(str(req.get("container_id", "")), str(req.get("if_name", "eth0")))
             try:
                 os.unlink(self.port(req))
             except FileNotFoundError:
-                pass  # deleteNic with --if-exists: a port already gone is success
+                pass  # del-port --if-exists: a port already gone is success
+            self.node(["ip", "link", "del", host])  # the pod's end goes with it; none is success
         return 204, None
 
+    def node(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        """A command in the node's network namespace."""
+        return subprocess.run([*self._node(), *argv],
+                              capture_output=True, text=True, check=False)
 
-def pod_nic(netns: str, ifname: str, ip: str) -> str:
-    """The pod's interface, made inside its netns: "" when done, else why not. A pod whose netns
-    already has it (a repeated ADD) keeps it."""
-    if not netns or not os.path.exists(netns):
-        return f"netns {netns!r} not found"
-    enter = ["nsenter", f"--net={netns}", "--"]
-    steps = [["ip", "link", "add", ifname, "type", "veth", "peer", "name", "ovn-peer0"],
-             ["ip", "addr", "add", f"{ip}/{CIDR.split('/')[1]}", "dev", ifname],
-             ["ip", "link", "set", ifname, "up"]]
-    shown = subprocess.run([*enter, "ip", "link", "show", ifname], capture_output=True,
-                           check=False)
-    if shown.returncode == 0:
-        return ""
-    for step in steps:
-        done = subprocess.run([*enter, *step], capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            return f"{' '.join(step)}: {done.stderr.strip()}"
-    return ""
+    def pod_nic(self, netns: str, cid: str, ifname: str) -> tuple[str, str]:
+        """The pod's veth pair, made in the node and its container end moved into the pod's
+        netns: the host end's name, and "" when done, else why not (the pair rolled back, as
+        rollBackVethPair does). A pod whose netns already has `ifname` (a repeated ADD) keeps
+        it."""
+        host, peer = nic_names(cid, ifname)
+        if not netns or not os.path.exists(netns):
+            return host, f"netns {netns!r} not found"
+        pod = ["nsenter", f"--net={netns}", "--"]
+        if subprocess.run([*pod, "ip", "link", "show", ifname], capture_output=True,
+                          check=False).returncode == 0:
+            return host, ""
+        self.node(["ip", "link", "del", host])  # a pair a killed ADD left behind
+        steps = [
+            [*self._node(), "ip", "link", "add", host, "mtu", str(MTU), "type", "veth", "peer",
+             "name", peer, "mtu", str(MTU)],
+            [*self._node(), "ip", "link", "set", host, "up"],
+            [*self._node(), "ip", "link", "set", peer, "netns", netns],
+            [*pod, "ip", "link", "set", peer, "name", ifname],
+            [*pod, "ip", "link", "set", ifname, "address", mac(cid)],
+            [*pod, "ip", "addr", "add", f"{address(cid)}/{CIDR.split('/')[1]}", "dev", ifname],
+            [*pod, "ip", "link", "set", ifname, "up"],
+        ]
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                self.node(["ip", "link", "del", host])
+                return host, f"{' '.join(step[3:])}: {done.stderr.strip()}"
+        return host, ""
+
+    def _node(self) -> list[str]:
+        return ["nsenter", f"--net={self.node_netns}", "--"]
+
+
+def nic_names(container_id: str, ifname: str) -> tuple[str, str]:
+    """kube-ovn's generateNicName (pkg/daemon/ovs_linux.go:384-394 at v1.15.3): the host end's
+    and the container end's names (15 characters at most, the kernel's limit)."""
+    if ifname == "eth0":
+        return container_id[:12] + "_h", container_id[:12] + "_c"
+    if ifname.startswith("pod") and len(ifname) == 14:  # KubeVirt's pod<hash>: its middle
+        ifname = ifname[3:-4]
+    stem = container_id[:12 - len(ifname)]
+    return f"{stem}_{ifname}_h", f"{stem}_{ifname}_c"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -220,6 +255,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--settings", required=True)
     p.add_argument("--record", required=True)
     p.add_argument("--ports", required=True)
+    p.add_argument("--node-netns", required=True, help="the node's network namespace (a path)")
     p.add_argument("--start-after", type=float, default=0.0)
     args = p.parse_args(argv)
     if args.start_after > 0:
@@ -229,7 +265,8 @@ def main(argv: list[str]) -> None:
         os.unlink(args.socket)  # a predecessor's socket: start-cniserver.sh:14-18 removes it
     except FileNotFoundError:
         pass
-    server = Server(args.socket, Daemon(args.settings, args.record, args.ports))
+    server = Server(args.socket, Daemon(args.settings, args.record, args.ports,
+                                         args.node_netns))
     _append(args.record, {"t": time.time(), "phase": "listening", "pid": os.getpid()})
     server.serve_forever()
 

@@ -29,6 +29,9 @@ with the node at a power-off and is started again by `node_up`):
 
 - kube-ovn's daemon: tests/fakes/kube_ovn_daemon.py (a stand-in: its header says what it copies)
   on /run/openvswitch/kube-ovn-daemon.sock; `kube_ovn.mode(...)` makes it hang, slow or fail.
+  The veths' host ends go into the node's network namespace (`node_netns`), where the runtime
+  and its plugins run; the stack's daemons themselves run in the node's mount namespace only, on
+  the host's loopback where the chain's API server listens.
 - cilium-agent: tests/fakes/cilium_agent.py (a stand-in) on /run/cilium/cilium.sock, up, down
   (`cilium.stop()`) or booting (CILIUM_BOOT s after a boot): what cilium-cni does when the agent
   is away (its deletion queue, its failing ADD) is the real plugin's own code.
@@ -113,6 +116,25 @@ def kube_ovn_plugin() -> Path:
 
 def cilium_plugin() -> Path:
     return peers.built_or_skip(*CILIUM).bin("cilium-cni")
+def node_netns(enter: tuple[str, ...]) -> str:
+    """The node's network namespace, from the argv prefix that enters the node: the one it
+    enters, or its holder's (a node whose runtime alone enters it). Never the machine's own: a
+    node without one of its own is refused."""
+    for arg in enter:
+        if arg.startswith("--net="):
+            return arg.removeprefix("--net=")
+    mount = next(a.removeprefix("--mount=") for a in enter if a.startswith("--mount="))
+    path = str(Path(mount).with_name("net"))
+    if os.readlink(path) == os.readlink("/proc/self/ns/net"):
+        raise RuntimeError("the node has no network namespace of its own: kube-ovn's host ends "
+                           "would land in the machine's")
+    return path
+
+
+def mount_only(enter: tuple[str, ...]) -> tuple[str, ...]:
+    """The same prefix without the node's network namespace: the stack's daemons reach the
+    chain's API server on the host's loopback."""
+    return tuple(a for a in enter if not a.startswith("--net="))
 
 
 @dataclass
@@ -155,9 +177,9 @@ class KubeOvnDaemon:
         if not self.settings.exists():
             self.mode()
         self.starts += 1
-        argv = [*enter, sys.executable, "-I", str(DAEMON), "--settings", str(self.settings),
-                "--record", str(self.record), "--ports", str(self.ports),
-                "--start-after", str(after)]
+        argv = [*mount_only(enter), sys.executable, "-I", str(DAEMON), "--settings",
+                str(self.settings), "--record", str(self.record), "--ports", str(self.ports),
+                "--node-netns", node_netns(enter), "--start-after", str(after)]
         if self._process is None:
             # It records "listening" once its socket is bound and listening (the record, not the
             # socket: a check of the socket would see the bind before the record is there).
@@ -216,7 +238,7 @@ class CiliumAgent:
     def start(self, enter: tuple[str, ...], after: float = 0) -> None:
         """Started in the node; with `after`, booting that long (not waited for)."""
         assert self.proc is None
-        argv = [*enter, sys.executable, "-I", str(AGENT), "--state", CILIUM_STATE,
+        argv = [*mount_only(enter), sys.executable, "-I", str(AGENT), "--state", CILIUM_STATE,
                 "--record", str(self.record), "--start-after", str(after),
                 "--write-cni-conf", str(self.conf)]
         if self._process is None:
@@ -269,7 +291,7 @@ class Installer:
         assert self.proc is None
         self.proc = Daemon(
             "the installer",
-            [*enter, str(frozen_binary()), "install", "--watch", "--layout", "standard",
+            [*mount_only(enter), str(frozen_binary()), "install", "--watch", "--layout", "standard",
              "--conf-dir", str(self.conf_dir), "--bin-dir", str(self.bin_dir), "--log-file",
              str(self.log_file)], self.out)
         self.proc.start(wait=False)
@@ -326,7 +348,7 @@ class ReportedMultus(MultusThick):
         assert self.limit is not None
         self.node_enter = enter
         self.limit.create()
-        self.enter = (*enter, *self.limit.enter())
+        self.enter = (*mount_only(enter), *self.limit.enter())
         began = time.monotonic()
         self.start_daemon()
         self.ready_seconds.append(round(time.monotonic() - began, 1))

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.kube_ovn_daemon import nic_names
 from tests.support import peers
 from tests.support.daemon import Daemon, Record
 from tests.support.records import read_jsonl
@@ -69,23 +70,21 @@ class StandIn:
         return sorted(p.name for p in (self.tmp / "ports").iterdir())
 
 
-def start(tmp: Path, after: float = 0) -> StandIn:
+def start(tmp: Path, node: str, after: float = 0) -> StandIn:
     """Started, not yet awaited: ready once it has recorded that it listens (it binds first)."""
     process = Daemon(
         "the kube-ovn daemon stand-in",
         [sys.executable, "-I", str(DAEMON), "--socket", str(tmp / "d.sock"), "--settings",
          str(tmp / "settings.json"), "--record", str(tmp / "record.jsonl"), "--ports",
-         str(tmp / "ports"), "--start-after", str(after)],
+         str(tmp / "ports"), "--node-netns", node, "--start-after", str(after)],
         tmp / "daemon.log",
         ready=Record(tmp / "record.jsonl", lambda r: r["phase"] == "listening", "listening"))
     process.start(wait=False)
     return StandIn(tmp, process)
 
 
-@pytest.fixture
-def netns() -> Iterator[str]:
-    """A network namespace of its own, as a pod's (the stand-in makes the pod's interface in
-    it; the plugin refuses to run in the one it is in)."""
+def _own_netns() -> Iterator[str]:
+    """A network namespace of its own, held by a process, as a path."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare")
     holder = subprocess.Popen(["unshare", "--net", "sleep", "300"])
@@ -100,8 +99,21 @@ def netns() -> Iterator[str]:
 
 
 @pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[StandIn]:
-    d = start(tmp_path)
+def netns() -> Iterator[str]:
+    """A pod's (the stand-in makes the pod's interface in it; the plugin refuses to run in the
+    one it is in)."""
+    yield from _own_netns()
+
+
+@pytest.fixture
+def node() -> Iterator[str]:
+    """The node's, where the host ends go: never the machine's own."""
+    yield from _own_netns()
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, node: str) -> Iterator[StandIn]:
+    d = start(tmp_path, node)
     try:
         d.process.wait_ready(timeout=30)
         yield d
@@ -109,12 +121,29 @@ def daemon(tmp_path: Path) -> Iterator[StandIn]:
         d.process.kill()
 
 
+def links(netns: str) -> dict[str, str]:
+    """The netns's veths: name -> the peer's ifindex as `ip -o link` shows it (name@ifN)."""
+    out = subprocess.run(["nsenter", f"--net={netns}", "ip", "-o", "link", "show", "type",
+                          "veth"], capture_output=True, text=True, check=True).stdout
+    found = {}
+    for line in out.splitlines():
+        name, _, peer = line.split(": ")[1].partition("@")
+        found[name] = peer
+    return found
+
+
+def ifindex(netns: str, name: str) -> str:
+    out = subprocess.run(["nsenter", f"--net={netns}", "ip", "-o", "link", "show", name],
+                         capture_output=True, text=True, check=True).stdout
+    return "if" + out.split(":")[0]
+
+
 REQ = {"cni_type": "kube-ovn", "pod_name": "p1", "pod_namespace": "default",
        "container_id": "c1", "net_ns": "/var/run/netns/x", "if_name": "eth0", "provider": "ovn"}
 
 
 def test_healthy_add_answers_a_cni_response_and_makes_the_pods_nic(daemon: StandIn,
-                                                                  netns: str) -> None:
+                                                                  netns: str, node: str) -> None:
     status, body = daemon.post("add", REQ | {"net_ns": netns})
     assert status == 200
     assert body is not None
@@ -124,7 +153,21 @@ def test_healthy_add_answers_a_cni_response_and_makes_the_pods_nic(daemon: Stand
     shown = subprocess.run(["nsenter", f"--net={netns}", "ip", "-o", "-4", "addr", "show",
                             "dev", "eth0"], capture_output=True, text=True, check=True)
     assert f"{body['address']}/16" in shown.stdout
+    assert list(links(netns)) == ["eth0"], "the pod has its end only"
+    assert links(node) == {"c1_h": ifindex(netns, "eth0")}, "the host end is the node's"
+    assert links(netns)["eth0"] == ifindex(node, "c1_h")
     assert daemon.post("add", REQ | {"net_ns": netns})[0] == 200, "a repeated ADD keeps it"
+    assert list(links(node)) == ["c1_h"]
+
+
+@pytest.mark.parametrize(("container", "ifname", "host", "pod"), [
+    pytest.param("0123456789abcdef", "eth0", "0123456789ab_h", "0123456789ab_c", id="eth0"),
+    pytest.param("0123456789abcdef", "net1", "01234567_net1_h", "01234567_net1_c", id="net1"),
+    pytest.param("0123456789abcdef", "pod1a2b3c4d5e6", "01234_1a2b3c4_h", "01234_1a2b3c4_c",
+                 id="kubevirt"),
+])
+def test_nic_names_are_kube_ovns(container: str, ifname: str, host: str, pod: str) -> None:
+    assert nic_names(container, ifname) == (host, pod)
 
 
 def test_add_into_a_netns_that_is_not_there_fails(daemon: StandIn) -> None:
@@ -133,12 +176,15 @@ def test_add_into_a_netns_that_is_not_there_fails(daemon: StandIn) -> None:
     assert daemon.ports() == []
 
 
-def test_del_is_idempotent_and_skips_an_empty_netns(daemon: StandIn, netns: str) -> None:
+def test_del_is_idempotent_and_skips_an_empty_netns(daemon: StandIn, netns: str,
+                                                    node: str) -> None:
     daemon.post("add", REQ | {"net_ns": netns})
     assert daemon.post("del", REQ | {"net_ns": ""}) == (204, None)
     assert daemon.ports() == ["c1:eth0"], "a DEL without netns touches no port (handler.go)"
+    assert list(links(node)) == ["c1_h"]
     assert daemon.post("del", REQ) == (204, None)
     assert daemon.ports() == []
+    assert links(node) == {} and links(netns) == {}, "the pair went with the host end"
     assert daemon.post("del", REQ) == (204, None)  # the port already gone: success
 
 
@@ -174,10 +220,10 @@ def test_unknown_route_is_404(daemon: StandIn) -> None:
     assert daemon.post("check", REQ)[0] == 404
 
 
-def test_start_after_binds_only_later(tmp_path: Path) -> None:
+def test_start_after_binds_only_later(tmp_path: Path, node: str) -> None:
     """Down (no socket) for the delay, then it binds and says so; it serves from then on."""
     began, wall = time.monotonic(), time.time()
-    d = start(tmp_path, after=2.0)
+    d = start(tmp_path, node, after=2.0)
     try:
         assert not d.socket.exists()
         said = d.process.wait_ready(timeout=60)
@@ -202,14 +248,15 @@ def plugin(command: str, conf: dict[str, Any], netns: str) -> tuple[int, Any]:
     return res.returncode, json.loads(res.stdout) if res.stdout else None
 
 
-def test_the_real_plugin_speaks_to_it(daemon: StandIn, netns: str) -> None:
+def test_the_real_plugin_speaks_to_it(daemon: StandIn, netns: str, node: str) -> None:
     conf = {"cniVersion": "0.3.1", "name": "kube-ovn", "type": "kube-ovn",
             "server_socket": str(daemon.socket)}
     rc, out = plugin("ADD", conf, netns)
     assert rc == 0, out
     assert out["interfaces"][0]["name"] == "eth0" and out["ips"][0]["gateway"] == "10.16.0.1"
+    assert list(links(node)) == ["c1_h"]
     assert plugin("DEL", conf, netns) == (0, None)
-    assert daemon.ports() == []
+    assert daemon.ports() == [] and links(node) == {}
     daemon.mode(**{"del": "error"})
     rc, out = plugin("DEL", conf, netns)
     assert (rc, out["code"], out["msg"]) == (1, 11, "RPC failed")
