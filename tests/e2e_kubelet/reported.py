@@ -2,16 +2,16 @@
 DEL held past the kubelet's own deadline.
 
 The node is this suite's (node.py: its own mount and network namespaces, the kubelet standalone),
-the chain tests/support/reported_stack.py's, a Cozystack v1.2.0 node's conf dir: multus v4.2.3 thick
-in auto mode in front of 05-cilium.conflist (the real kube-ovn CNI, portmap, the real cilium-cni),
-the kube-ovn daemon and cilium-agent stand-ins, multus's daemon under its 100m CPU limit, and with
-the guard its installer. The stack's daemons run in the node's mount namespace and the host's
-network namespace: they reach the chain's API server on the host's loopback, and nothing they do
-needs the node's network (kube-ovn's and cilium's plugins only dial their daemons' unix sockets;
-portmap, asked for no port mappings, touches no iptables). The pods are static pods; their mirror
-pods, which a kubelet with an API server would create, are put into the chain's API beforehand with
-the annotation that makes multus accept them whatever their UID (kubernetes.io/config.source: file;
-multus pkg/k8sclient/k8sclient.go:732 IsStaticPod, pkg/multus/multus.go:621).
+the chain tests/support/reported_stack.py's, a Cozystack v1.2.0 node's conf dir: multus v4.2.3
+thick in auto mode in front of 05-cilium.conflist (the real kube-ovn CNI, portmap, the real
+cilium-cni), the kube-ovn daemon and cilium-agent stand-ins, multus's daemon under its 100m CPU
+limit, and with the guard its installer. The stack's daemons run in the node's mount namespace,
+multus's in its network namespace too, where the chain's API server listens
+(tests/support/reported_stack.py says why); portmap, asked for no port mappings, touches no
+iptables. The pods are static pods; their mirror pods, which a kubelet with an API server would
+create, are put into the chain's API beforehand with the annotation that makes multus accept them
+whatever their UID (kubernetes.io/config.source: file; multus pkg/k8sclient/k8sclient.go:732
+IsStaticPod, pkg/multus/multus.go:621).
 
 kube-ovn-hangs-del: a pod Ready; kube-ovn's daemon then accepts every DEL and never answers (an
 unhealthy OVSDB); multus's daemon restarts as the pod is deleted (its 00-multus.conf removed, so the

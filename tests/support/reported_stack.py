@@ -30,8 +30,10 @@ with the node at a power-off and is started again by `node_up`):
 - kube-ovn's daemon: tests/fakes/kube_ovn_daemon.py (a stand-in: its header says what it copies)
   on /run/openvswitch/kube-ovn-daemon.sock; `kube_ovn.mode(...)` makes it hang, slow or fail.
   The veths' host ends go into the node's network namespace (`node_netns`), where the runtime
-  and its plugins run; the stack's daemons themselves run in the node's mount namespace only, on
-  the host's loopback where the chain's API server listens.
+  and its plugins run; kube-ovn's daemon, cilium-agent and the installer run in the node's mount
+  namespace only (they use no network), multus's daemon in the node's network namespace too, as
+  its hostNetwork pod does, so its delegates do: the API server listens there
+  (tests/support/nodeapi.py).
 - cilium-agent: tests/fakes/cilium_agent.py (a stand-in) on /run/cilium/cilium.sock, up, down
   (`cilium.stop()`) or booting (CILIUM_BOOT s after a boot): what cilium-cni does when the agent
   is away (its deletion queue, its failing ADD) is the real plugin's own code.
@@ -67,6 +69,7 @@ from tests.support.daemon import Daemon, Record
 from tests.support.guard import frozen_binary
 from tests.support.kubeapi import KubeAPI
 from tests.support.multus import NODE, MultusThick
+from tests.support.nodeapi import NodeKubeAPI
 from tests.support.paths import widen
 from tests.support.records import read_jsonl
 from tests.support.waiting import wait_for
@@ -132,8 +135,8 @@ def node_netns(enter: tuple[str, ...]) -> str:
 
 
 def mount_only(enter: tuple[str, ...]) -> tuple[str, ...]:
-    """The same prefix without the node's network namespace: the stack's daemons reach the
-    chain's API server on the host's loopback."""
+    """The same prefix without the node's network namespace, for the stack's processes that use
+    no network (kube-ovn's daemon is told the node's namespace for its veths)."""
     return tuple(a for a in enter if not a.startswith("--net="))
 
 
@@ -348,7 +351,7 @@ class ReportedMultus(MultusThick):
         assert self.limit is not None
         self.node_enter = enter
         self.limit.create()
-        self.enter = (*mount_only(enter), *self.limit.enter())
+        self.enter = (*enter, *self.limit.enter())  # hostNetwork: the node's namespace
         began = time.monotonic()
         self.start_daemon()
         self.ready_seconds.append(round(time.monotonic() - began, 1))
@@ -372,7 +375,7 @@ class ReportedStack:
     conf_dir: Path
     run: Path
     work: Path
-    api: KubeAPI = field(init=False)
+    api: NodeKubeAPI = field(init=False)
     kube_ovn: KubeOvnDaemon = field(init=False)
     cilium: CiliumAgent = field(init=False)
     multus: ReportedMultus = field(init=False)
@@ -398,8 +401,8 @@ class ReportedStack:
         fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(kube_ovn_conflist(), f, indent=1)
-        self.api = KubeAPI(self.work / "api")
-        self.api.start()
+        self.api = NodeKubeAPI(self.work / "api")
+        self.api.start_in(node_netns(enter))
         self.kube_ovn = KubeOvnDaemon(self.work, self.run)
         self.kube_ovn.start(enter)
         self.cilium = CiliumAgent(self.work, self.run, self.conf_dir / CILIUM_CONF)
@@ -461,6 +464,7 @@ class ReportedStack:
         the installer."""
         self.kube_ovn.start(enter, after=kube_ovn_after)
         self.cilium.start(enter, after=CILIUM_BOOT)
+        self.api.move(node_netns(enter))  # the booted node's network namespace is a new one
         self.multus.node_up(enter)
         if self.installer is not None:
             self.installer.start(enter)
