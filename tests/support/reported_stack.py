@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import peers
+from tests.support.cilium import CILIUM_BOOT, CiliumAgent
 from tests.support.cpulimit import CpuLimit
 from tests.support.daemon import Daemon, Record
 from tests.support.guard import frozen_binary
@@ -78,20 +79,6 @@ KUBE_OVN = ("kube-ovn", "v1.14.10")  # peers/pins.tsv's row
 CILIUM = ("cilium", "v1.19.1")  # peers/pins.tsv's row: the version Cozystack v1.2.0 pins
 KUBE_OVN_CONF = "10-kube-ovn.conflist"
 CILIUM_CONF = "05-cilium.conflist"
-CILIUM_QUEUE = "/run/cilium/deleteQueue"  # inside the node (cilium pkg/defaults/defaults.go:98)
-# Its endpoint state under its runtime dir, so it goes with the node's /run at a power-off as
-# the agent's /var/run/cilium/state does (/run is a tmpfs on Talos).
-CILIUM_STATE = "/run/cilium/state"
-# cilium-agent's API serves this long after its pod starts at a boot: it is a DaemonSet pod,
-# down with the node, and its init containers (config, which builds its config from the API
-# server, mount-cgroup, apply-sysctl-overwrites, mount-bpf-fs, clean-cilium-state,
-# install-cni-binaries) run before the agent, which restores its endpoints and replays the
-# deletion queue before its API serves (cozystack v1.2.0 packages/system/cilium/charts/cilium/
-# templates/cilium-agent/daemonset.yaml; cilium v1.19.1 pkg/endpoint/api/
-# endpoint_deletion_queue.go). Meanwhile the plugin sees /run/cilium without a socket: its
-# DEL waits for the agent and then queues (plugins/cilium-cni/lib/deletion_queue.go), its ADD
-# waits up to 30 s and fails (code 999) when the agent is not back by then.
-CILIUM_BOOT = 10
 MULTUS_CONF = "00-multus.conf"
 SOCKET = "/run/openvswitch/kube-ovn-daemon.sock"  # inside the node
 CNI_VERSION = "0.3.1"
@@ -101,7 +88,6 @@ MULTUS_CPU = 100  # millicores: Cozystack's kube-multus limits.cpu
 WRAP_BOUND = 240
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 DAEMON = FAKES / "kube_ovn_daemon.py"
-AGENT = FAKES / "cilium_agent.py"
 # The matrix's chain name for each multus version (tests/support/matrix.py)
 DELEGATES = {"v4.3.0": "cozystack-multus-v4.3.0", "v4.2.3": "cozystack-multus-v4.2.3"}
 
@@ -216,66 +202,6 @@ class KubeOvnDaemon:
     def held_ports(self) -> list[str]:
         """The attachments whose port was made and never deleted."""
         return sorted(p.name for p in self.ports.glob("*")) if self.ports.is_dir() else []
-
-
-@dataclass
-class CiliumAgent:
-    """The stand-in for cilium-agent, run in the node (tests/fakes/cilium_agent.py): up, down
-    (SIGTERM: its socket goes, /run/cilium and the deletion queue stay) or booting (its API
-    serves only `after` seconds after its start). It writes 05-cilium.conflist once it serves."""
-
-    work: Path
-    run: Path  # the node's /run as the host sees it
-    conf: Path  # where it writes its conflist (the host's view of the runtime's conf dir)
-    proc: Daemon | None = None  # while it runs
-    _process: Daemon | None = None
-
-    @property
-    def record(self) -> Path:
-        return self.work / "cilium-agent.jsonl"
-
-    @property
-    def queue(self) -> Path:
-        return self.run / CILIUM_QUEUE.removeprefix("/run/")
-
-    def start(self, enter: tuple[str, ...], after: float = 0) -> None:
-        """Started in the node; with `after`, booting that long (not waited for)."""
-        assert self.proc is None
-        argv = [*mount_only(enter), sys.executable, "-I", str(AGENT), "--state", CILIUM_STATE,
-                "--record", str(self.record), "--start-after", str(after),
-                "--write-cni-conf", str(self.conf)]
-        if self._process is None:
-            self._process = Daemon(
-                "cilium-agent", argv, self.work / "cilium-agent.out",
-                ready=Record(self.record, lambda r: r.get("phase") == "listening", "listening"))
-        self._process.argv = argv
-        self.proc = self._process
-        self._process.start(wait=after == 0)
-        if after == 0:  # it writes the conflist just after its "listening" record
-            wait_for(self.conf.exists, "cilium-agent to write 05-cilium.conflist", timeout=30,
-                     every=0.05)
-
-    def stop(self) -> None:
-        """Down: SIGTERM, as the kubelet stops its container."""
-        if self.proc is not None:
-            self.proc.stop()
-            self.proc = None
-
-    def node_down(self) -> None:
-        """Killed with the node (its socket, state and queue went with the node's /run)."""
-        if self.proc is not None:
-            self.proc.reap()
-            self.proc = None
-
-    def deletes(self, container: str | None = None) -> int:
-        """The endpoint deletions that reached its API (of one container)."""
-        return len([r for r in read_jsonl(self.record)
-                    if r.get("method") == "DELETE" and r.get("path") == "/v1/endpoint"
-                    and container in (None, (r.get("request") or {}).get("container-id"))])
-
-    def replayed(self) -> int:
-        """The deletions the plugin queued while it was down, replayed at its starts."""
-        return len([r for r in read_jsonl(self.record) if r.get("phase") == "replayed"])
 
 
 @dataclass
@@ -406,7 +332,7 @@ class ReportedStack:
         self.kube_ovn = KubeOvnDaemon(self.work, self.run)
         self.kube_ovn.start(enter)
         self.cilium = CiliumAgent(self.work, self.run, self.conf_dir / CILIUM_CONF)
-        self.cilium.start(enter)
+        self.cilium.start(mount_only(enter))
         self.multus = ReportedMultus(version=self.version, run=self.run,
                                      runtime_conf=self.conf_dir,
                                      limit=CpuLimit(self.node_name, "multus-daemon", MULTUS_CPU))
@@ -463,7 +389,7 @@ class ReportedStack:
         `kube_ovn_after` seconds), cilium-agent (booting CILIUM_BOOT seconds), multus's daemon,
         the installer."""
         self.kube_ovn.start(enter, after=kube_ovn_after)
-        self.cilium.start(enter, after=CILIUM_BOOT)
+        self.cilium.start(mount_only(enter), after=CILIUM_BOOT)
         self.api.move(node_netns(enter))  # the booted node's network namespace is a new one
         self.multus.node_up(enter)
         if self.installer is not None:
