@@ -120,6 +120,14 @@ def node_netns(enter: tuple[str, ...]) -> str:
     return path
 
 
+def with_net(enter: tuple[str, ...]) -> tuple[str, ...]:
+    """The same prefix entering the node's network namespace too (`node_netns`): a node whose
+    prefix enters only its mount namespace (the kubelet suite's) gets its holder's."""
+    if any(a.startswith("--net=") for a in enter):
+        return enter
+    return (enter[0], f"--net={node_netns(enter)}", *enter[1:])
+
+
 def mount_only(enter: tuple[str, ...]) -> tuple[str, ...]:
     """The same prefix without the node's network namespace, for the stack's processes that use
     no network (kube-ovn's daemon is told the node's namespace for its veths)."""
@@ -277,7 +285,7 @@ class ReportedMultus(MultusThick):
         assert self.limit is not None
         self.node_enter = enter
         self.limit.create()
-        self.enter = (*enter, *self.limit.enter())  # hostNetwork: the node's namespace
+        self.enter = (*with_net(enter), *self.limit.enter())  # hostNetwork
         began = time.monotonic()
         self.start_daemon()
         self.ready_seconds.append(round(time.monotonic() - began, 1))
