@@ -35,6 +35,9 @@ CHAINS = (
     "multus-thick",  # real multus-shim and multus-daemon, `multusConfigFile: auto`
     "multus-thick-auto",  # the reported stack: multus thick in auto mode before real kube-ovn
     "multus-thick-auto-v4.2.3",  # the same with multus v4.2.3, the reporter's
+    "cozystack-multus-v4.2.3",  # the reported stack as a Cozystack v1.2.0 node has it: multus
+    # v4.2.3 thick in auto mode before 05-cilium.conflist (real kube-ovn, portmap, real cilium-cni)
+    "cozystack-multus-v4.3.0",  # the same with multus v4.3.0
 )
 # cri: CRI calls written by the test; kubelet: a real kubelet, standalone; cluster: a one-node
 # cluster (API server, controllers, scheduler, a registered kubelet; tests/e2e_cluster)

@@ -104,12 +104,19 @@ def expected(runtime: str, delegate: str, scenario: str, guarded: bool) -> str:
     return pair[guarded]
 
 
-# The reported stack (tests/e2e_cri/reported.py): (scenario, runtime key) -> (outcome without the
-# guard, outcome with it), for multus v4.2.3 on every containerd and v4.3.0 on 2.1.6.
-# Nothing stays stuck: through multus thick every DEL gets the shim's 0 once its daemon is back
-# (kube-ovn's DEL, stripped of `server_socket`, never reaches its daemon: issue 1449), and the
-# windows where the runtime runs kube-ovn's own conflist, or kube-ovn's daemon is down, last only
-# as long as those daemons are away. The guard changes no outcome (reported.py's header).
+# The reported stack (tests/e2e_cri/reported.py, the Cozystack chain): (scenario, runtime key) ->
+# (outcome without the guard, outcome with it), for multus v4.2.3 on every containerd and v4.3.0
+# on 2.1.6. Nothing stays stuck: through multus thick every DEL gets the shim's 0 once its daemon
+# is back (kube-ovn's DEL, stripped of `server_socket`, never reaches its daemon: issue 1449), and
+# the windows where the runtime runs 05-cilium.conflist directly, or kube-ovn's daemon is down,
+# last only as long as those daemons are away. The guard changes no outcome.
+# cilium-cni changes none either, measured: libcni runs a list's DELs last plugin first, so its
+# DEL comes before kube-ovn's and succeeds whether its agent is up (200, or 404 for an endpoint
+# already gone: both success, plugins/cilium-cni/lib/deletion_queue.go and chaining/generic-veth at
+# v1.19.1) or away (queued, a success); an agent booting after a power-off is back within the
+# plugin's own waits (its client's connect, then the queue's lock, then a second connect), so the
+# DEL goes through the API, and a new ADD waits for the agent rather than failing. The seconds
+# grow by the agent's boot (CILIUM_BOOT in tests/support/reported_stack.py).
 REPORTED: dict[tuple[str, str], tuple[str, str]] = {
     (scenario, runtime): ("removed", "removed")
     for scenario in ("double-del", "reboot", "kube-ovn-down-at-boot", "multus-restart",

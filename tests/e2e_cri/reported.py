@@ -1,7 +1,8 @@
 """The reported stack's scenarios (issue 35), driven over CRI as the kubelet drives a runtime, each
-on a node of its own: tests/support/reported_stack.py's chain (multus thick in auto mode, the real
-kube-ovn CNI, portmap, kube-ovn's daemon stand-in, multus's daemon under its 100m CPU limit, and
-with the guard its installer), on one runtime row.
+on a node of its own: tests/support/reported_stack.py's chain, a Cozystack v1.2.0 node's conf dir
+(multus thick in auto mode in front of 05-cilium.conflist: the real kube-ovn CNI, portmap, the
+real cilium-cni; the kube-ovn daemon and cilium-agent stand-ins, multus's daemon under its 100m
+CPU limit, and with the guard its installer), on one runtime row.
 
 The kubelet's part is played with the kubelet's own numbers: RunPodSandbox gets 4 minutes and
 StopPodSandbox/RemovePodSandbox 2 (its runtime request deadlines, BACKGROUND.md), a call that
@@ -9,8 +10,8 @@ fails is tried again after the pod worker's back-off, 10 s (pkg/kubelet/kubelet.
 backOffPeriod), and its GC removes a pod's older sandboxes once a minute (kubelet.go:228
 ContainerGCPeriod). Each scenario ends with one of tests/support/matrix.py's outcomes, the seconds
 until the pod runs again, and the DELs that reached multus's daemon and kube-ovn's daemon
-(Evidence), recorded as a matrix row (delegate multus-thick-auto or multus-thick-auto-v4.2.3)
-and kept as JSON beside the matrix (.cache/e2e/reported/).
+(Evidence; cilium-agent's in its facts), recorded as a matrix row (chain cozystack-multus-v4.2.3
+or cozystack-multus-v4.3.0) and kept as JSON beside the matrix (.cache/e2e/reported/).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ ERROR_KINDS = {
     "kube-ovn-rpc-failed": "RPC failed",  # kube-ovn's plugin could not reach its daemon (code 11)
     "kube-ovn-no-socket": "server_socket is required",  # multus handed it a config without it
     "shim-timed-out": "timed out waiting for the condition",  # the shim's readiness poll failed
+    "cilium-agent-down": "unable to connect to Cilium agent",  # cilium-cni's ADD (code 999)
     "deadline": "DEADLINE_EXCEEDED",  # the caller's deadline (the kubelet's) passed first
     "name-reserved": "is reserved for",
 }
@@ -87,16 +89,17 @@ class Site:
 
     def conf_loaded(self, want: str) -> None:
         """Wait until the runtime's default CNI network is the conf whose first plugin's type is
-        `want`: containerd's verbose Status shows the conf it loaded; CRI-O's log, ocicni's
-        "Found CNI network NAME (type=TYPE) at PATH", the first after the last change it saw in
-        the conf dir (or its start) being its default."""
+        `want` ("kube-ovn": cilium's generic-veth list, run without multus in front):
+        containerd's verbose Status shows the conf it loaded; CRI-O's log, ocicni's "Found CNI
+        network NAME (type=TYPE) at PATH", the first after the last change it saw in the conf dir
+        (or its start) being its default."""
         def containerd() -> bool:
             try:
                 text = self.client.cni_config()
             except grpc.RpcError:
                 return False
-            if want == "kube-ovn":  # kube-ovn's own conflist: no multus in front
-                return "kube-ovn" in text and "multus-shim" not in text
+            if want == "kube-ovn":
+                return "generic-veth" in text and "multus-shim" not in text
             if want == "multus-shim":
                 return "multus-shim" in text and "cni-delguard" not in text
             return want in text
@@ -182,19 +185,23 @@ class Site:
     # --- the counts ------------------------------------------------------------------------------
 
     def count(self, containers: set[str] | None = None) -> None:
-        """The DELs that reached each daemon (for these sandboxes), and the kube-ovn ports left
-        behind by sandboxes that are gone (what a DEL that never reached kube-ovn's daemon
+        """The DELs that reached each daemon (for these sandboxes), the deletions cilium-cni
+        queued while its agent was away (replayed at the agent's start), and the kube-ovn ports
+        left behind by sandboxes that are gone (what a DEL that never reached kube-ovn's daemon
         leaves: its OVS port and IP)."""
         stack = self.stack
         live = {p.id for p in self.client.list_pods()}
         self.ev.facts["ports_leaked"] = len([p for p in stack.kube_ovn.held_ports()
                                              if p.split(":")[0] not in live])
+        self.ev.facts["cilium_replayed"] = stack.cilium.replayed()
         if containers is None:
             self.ev.multus_dels = stack.multus_dels()
             self.ev.kube_ovn_dels = stack.kube_ovn_dels()
+            self.ev.facts["cilium_dels"] = stack.cilium.deletes()
             return
         self.ev.multus_dels = sum(stack.multus_dels(c) for c in containers)
         self.ev.kube_ovn_dels = sum(stack.kube_ovn_dels(c) for c in containers)
+        self.ev.facts["cilium_dels"] = sum(stack.cilium.deletes(c) for c in containers)
 
 
 def elapsed(since: float) -> float:
@@ -425,14 +432,16 @@ def run(spec: Run, stubs: Stubs, archive: Path) -> Evidence:
 
 def _keep(stack: ReportedStack, node: Node, ev: Evidence) -> None:
     """The run's logs beside its evidence (the node's dir goes at teardown): multus's daemon's,
-    kube-ovn's daemon's record, the guard's decisions and its installer's output, the runtime's."""
+    kube-ovn's daemon's record, cilium-agent's, the guard's decisions and its installer's output,
+    the runtime's."""
     import shutil
 
     where = ev.save().with_suffix("")
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
-    for path in (stack.multus.log, stack.kube_ovn.record, stack.guard_log,
-                 stack.work / "installer.out", stack.work / "multus-daemon.out", node.log_path):
+    for path in (stack.multus.log, stack.kube_ovn.record, stack.cilium.record, stack.guard_log,
+                 stack.work / "installer.out", stack.work / "multus-daemon.out",
+                 stack.work / "cilium-agent.out", node.log_path):
         if path.exists():
             shutil.copyfile(path, where / path.name)
 

@@ -2,21 +2,22 @@
 DEL held past the kubelet's own deadline.
 
 The node is this suite's (node.py: its own mount and network namespaces, the kubelet standalone),
-the chain tests/support/reported_stack.py's: multus v4.2.3 thick in auto mode, the real kube-ovn
-CNI and portmap, kube-ovn's daemon stand-in, multus's daemon under its 100m CPU limit, and with
-the guard its installer. The stack's daemons run in the node's mount namespace and the host's
-network namespace: they reach the chain's API server on the host's loopback, and nothing they do
-needs the node's network (kube-ovn's plugin only dials its daemon's unix socket; portmap, asked
-for no port mappings, touches no iptables). The pods are static pods; their mirror pods, which a
-kubelet with an API server would create, are put into the chain's API beforehand with the
-annotation that makes multus accept them whatever their UID (kubernetes.io/config.source: file;
-multus pkg/k8sclient/k8sclient.go:732 IsStaticPod, pkg/multus/multus.go:621).
+the chain tests/support/reported_stack.py's, a Cozystack v1.2.0 node's conf dir: multus v4.2.3
+thick in auto mode in front of 05-cilium.conflist (the real kube-ovn CNI, portmap, the real
+cilium-cni), the kube-ovn daemon and cilium-agent stand-ins, multus's daemon under its 100m CPU
+limit, and with the guard its installer. The stack's daemons run in the node's mount namespace,
+multus's in its network namespace too, where the chain's API server listens
+(tests/support/reported_stack.py says why); portmap, asked for no port mappings, touches no
+iptables. The pods are static pods; their mirror pods, which a kubelet with an API server would
+create, are put into the chain's API beforehand with the annotation that makes multus accept them
+whatever their UID (kubernetes.io/config.source: file; multus pkg/k8sclient/k8sclient.go:732
+IsStaticPod, pkg/multus/multus.go:621).
 
 kube-ovn-hangs-del: a pod Ready; kube-ovn's daemon then accepts every DEL and never answers (an
-unhealthy OVSDB); multus's daemon restarts as the pod is deleted (its 00-multus.conf removed, so
-the kubelet's StopPodSandbox runs kube-ovn's own conflist) and is back RESTART_WINDOW seconds
-later. The verdict: removed (the sandbox gone), or stuck when it is still there STOP_DEADLINE
-plus three GC periods after the deletion.
+unhealthy OVSDB); multus's daemon restarts as the pod is deleted (its 00-multus.conf removed, so the
+kubelet's StopPodSandbox runs 05-cilium.conflist directly: cilium-cni's DEL, then kube-ovn's) and is
+back RESTART_WINDOW seconds later. The verdict: removed (the sandbox gone), or stuck when it is
+still there STOP_DEADLINE plus three GC periods after the deletion.
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ class Site:
             text = self.cri.cni_config()
         except grpc.RpcError:
             return False
-        if want == "kube-ovn":
-            return "kube-ovn" in text and "multus-shim" not in text
+        if want == "kube-ovn":  # cilium's generic-veth list, no multus in front
+            return "generic-veth" in text and "multus-shim" not in text
         return want in text
 
 
@@ -109,7 +110,7 @@ def kube_ovn_hangs_del(here: Site, ev: Evidence) -> None:
     [sandbox] = here.sandbox_ids("kh")
     stack.kube_ovn.mode(delete="hang")
     stack.multus.stop_daemon()
-    wait_for(lambda: here.loaded("kube-ovn"), "containerd to load kube-ovn's own conflist",
+    wait_for(lambda: here.loaded("kube-ovn"), "containerd to load 05-cilium.conflist",
              timeout=60, every=0.2)
     since = time.monotonic()
     here.kubelet.delete("kh")
@@ -131,6 +132,8 @@ def kube_ovn_hangs_del(here: Site, ev: Evidence) -> None:
     ev.errors = [line[:700] for line in deadlines[:3]]
     ev.facts["deadline_failures"] = len(deadlines)
     ev.facts["ports_leaked"] = len(stack.kube_ovn.held_ports())
+    ev.facts["cilium_dels"] = stack.cilium.deletes(sandbox)
+    ev.facts["cilium_replayed"] = stack.cilium.replayed()
 
 
 @dataclass(frozen=True)

@@ -1,36 +1,53 @@
-"""The reported stack on a node of the tests' own: multus thick in auto mode before the real
-kube-ovn CNI and portmap, as Cozystack 1.2.0 deploys them (issue 35; shared/BACKGROUND.md), with the
-guard put in front by its own installer, as its DaemonSet does.
+"""The reported stack on a node of the tests' own: the conf dir of a Cozystack v1.2.0 node on
+Talos (its kubeovn-cilium variant), multus thick in auto mode in front of cilium's generic-veth
+list (the real kube-ovn CNI, portmap, the real cilium-cni), with the guard put in front by its
+own installer, as its DaemonSet does (issue 43; shared/BACKGROUND.md).
+
+The runtime's conf dir holds, as on that node:
+
+- `05-cilium.conflist`, "generic-veth", written by cilium-agent (the stand-in below writes
+  tests/fakes/cilium_agent.py's COZYSTACK_CONFLIST, whose comment cites cozystack v1.2.0
+  packages/system/cilium: values-kubeovn.yaml, templates/cni.yaml and the chart's
+  cilium-configmap.yaml): kube-ovn with `server_socket` and `ipam.server_socket`, portmap with
+  `snat: true`, cilium-cni; cniVersion 0.3.1. Cozystack's platform package picks that variant
+  on Talos (packages/core/platform/sources/networking.yaml).
+- `10-kube-ovn.conflist`: kube-ovn's own (dist/images/01-kube-ovn.conflist, v1.15.3: kube-ovn
+  with its `server_socket`, portmap; cniVersion 0.3.1) under Cozystack's CNI_CONFIG_PRIORITY 10,
+  mode 0600 as kube-ovn-cni writes it (cmd/daemon/cniserver.go:204-224, which leaves an existing
+  one alone). 05 sorts first, so nothing runs it while 05 is there.
+- `00-multus.conf`, multus-shim, written by multus's daemon in auto mode: its `clusterNetwork` is
+  the path of 05, the first conflist not its own (multus issue 1449: on DEL the list loses
+  `server_socket`). While multus's daemon is down the file is gone and the runtime runs 05.
+
+The binaries: the real kube-ovn CNI plugin and the real cilium-cni (peers/pins.tsv's kube-ovn and
+cilium rows; cilium at v1.19.1, the version Cozystack v1.2.0 pins), Debian's portmap and loopback.
+The pods ask for no port mappings, so portmap touches no iptables (containernetworking/plugins
+v1.1.1 plugins/meta/portmap/main.go: ADD hands back prevResult, DEL returns at once).
 
 What runs in the node (its mount namespace; each a DaemonSet's pod on a real node, so each dies
 with the node at a power-off and is started again by `node_up`):
 
-- kube-ovn's conflist, `10-kube-ovn.conflist` in the runtime's conf dir: kube-ovn's own
-  (dist/images/01-kube-ovn.conflist, v1.15.3: type kube-ovn with its `server_socket`, then portmap
-  with the portMappings capability; cniVersion 0.3.1) under Cozystack's CNI_CONFIG_PRIORITY 10,
-  mode 0600 as kube-ovn-cni writes it (cmd/daemon/cniserver.go:204-224, which leaves an existing
-  one alone: nothing rewrites it at a boot). The binaries: the real kube-ovn CNI plugin
-  (peers/pins.tsv's kube-ovn row; pins.tsv says why that version) as `kube-ovn`, and Debian's
-  portmap and loopback. The pods ask for no port mappings, so portmap touches no iptables
-  (containernetworking/plugins v1.1.1 plugins/meta/portmap/main.go: ADD hands back prevResult,
-  DEL returns at once, when runtimeConfig.portMappings is empty).
 - kube-ovn's daemon: tests/fakes/kube_ovn_daemon.py (a stand-in: its header says what it copies)
   on /run/openvswitch/kube-ovn-daemon.sock, its pod cache the chain's API server;
   `kube_ovn.mode(...)` sets its modes and kube-ovn's timing. kube-ovn-controller's part (each
   pod's address allocated, and freed when the pod is deleted): tests/fakes/kube_ovn_controller.py,
   a thread of the test, as the controller is off the node.
   The veths' host ends go into the node's network namespace (`node_netns`), where the runtime
-  and its plugins run; the stack's daemons themselves run in the node's mount namespace only, on
-  the host's loopback where the chain's API server listens.
+  and its plugins run. kube-ovn's daemon and multus's daemon run in the node's network namespace
+  too, as their hostNetwork pods do, where the API server listens (tests/support/nodeapi.py), so
+  multus's delegates run there; cilium-agent and the installer run in the node's mount namespace
+  only (they use no network).
+- cilium-agent: tests/fakes/cilium_agent.py (a stand-in) on /run/cilium/cilium.sock, up, down
+  (`cilium.stop()`) or booting (CILIUM_BOOT s after a boot): what cilium-cni does when the agent
+  is away (its deletion queue, its failing ADD) is the real plugin's own code.
 - multus-daemon (peers/pins.tsv's multus rows: v4.2.3, the report's, or v4.3.0) with Cozystack's
   daemon-config.json (cozystack/cozystack packages/system/multus/templates/
   multus-daemonset-thick.yml: cniVersion 0.3.1, logLevel verbose, cniConfigDir and
   multusAutoconfigDir the node's conf dir, multusConfigFile auto, socketDir /run/multus/), its
-  paths the node's; it writes `00-multus.conf` (multus-shim, `clusterNetwork` the path of
-  kube-ovn's conflist) into the runtime's conf dir and removes it when it stops (pkg/server/config/
-  manager.go:163), and runs under the chart's CPU limit, 100m (tests/support/cpulimit.py), with
-  every delegate it execs. Left out of the daemon config: `chrootDir` (the daemon runs in the
-  node already) and `logToStderr` (its log goes to a file, where the tests count its requests).
+  paths the node's; it removes `00-multus.conf` when it stops (pkg/server/config/manager.go:163),
+  and runs under the chart's CPU limit, 100m (tests/support/cpulimit.py), with every delegate it
+  execs. Left out of the daemon config: `chrootDir` (the daemon runs in the node already) and
+  `logToStderr` (its log goes to a file, where the tests count its requests).
 - with the guard: `cni-delguard install --watch` (the frozen bundle, as the DaemonSet's container
   runs it), which wraps `00-multus.conf` and wraps it again each time multus writes it anew.
 
@@ -51,17 +68,21 @@ from typing import Any
 
 from tests.fakes.kube_ovn_controller import KubeOvnController
 from tests.support import peers
+from tests.support.cilium import CILIUM_BOOT, CiliumAgent
 from tests.support.cpulimit import CpuLimit
 from tests.support.daemon import Daemon, Record
 from tests.support.guard import frozen_binary
 from tests.support.kubeapi import KubeAPI
 from tests.support.multus import NODE, MultusThick
+from tests.support.nodeapi import NodeKubeAPI
 from tests.support.paths import widen
 from tests.support.records import read_jsonl
 from tests.support.waiting import wait_for
 
 KUBE_OVN = ("kube-ovn", "v1.14.10")  # peers/pins.tsv's row
+CILIUM = ("cilium", "v1.19.1")  # peers/pins.tsv's row: the version Cozystack v1.2.0 pins
 KUBE_OVN_CONF = "10-kube-ovn.conflist"
+CILIUM_CONF = "05-cilium.conflist"
 MULTUS_CONF = "00-multus.conf"
 SOCKET = "/run/openvswitch/kube-ovn-daemon.sock"  # inside the node
 CNI_VERSION = "0.3.1"
@@ -69,9 +90,10 @@ MULTUS_CPU = 100  # millicores: Cozystack's kube-multus limits.cpu
 # The installer's first wrap on a node: it copies and verifies the bundle (733 files, 39 MiB,
 # each hashed) first; 39 s of that at load average 50 on 2 cores, so 60 s was too short once.
 WRAP_BOUND = 240
-DAEMON = Path(__file__).resolve().parents[1] / "fakes" / "kube_ovn_daemon.py"
-# The matrix's delegate name for each multus version (tests/support/matrix.py)
-DELEGATES = {"v4.3.0": "multus-thick-auto", "v4.2.3": "multus-thick-auto-v4.2.3"}
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+DAEMON = FAKES / "kube_ovn_daemon.py"
+# The matrix's chain name for each multus version (tests/support/matrix.py)
+DELEGATES = {"v4.3.0": "cozystack-multus-v4.3.0", "v4.2.3": "cozystack-multus-v4.2.3"}
 
 
 def kube_ovn_conflist() -> dict[str, Any]:
@@ -83,6 +105,10 @@ def kube_ovn_conflist() -> dict[str, Any]:
 def kube_ovn_plugin() -> Path:
     peer = peers.built_or_skip(*KUBE_OVN)
     return peer.bin("cni")
+
+
+def cilium_plugin() -> Path:
+    return peers.built_or_skip(*CILIUM).bin("cilium-cni")
 
 
 def node_netns(enter: tuple[str, ...]) -> str:
@@ -100,9 +126,17 @@ def node_netns(enter: tuple[str, ...]) -> str:
     return path
 
 
+def with_net(enter: tuple[str, ...]) -> tuple[str, ...]:
+    """The same prefix entering the node's network namespace too (`node_netns`): a node whose
+    prefix enters only its mount namespace (the kubelet suite's) gets its holder's."""
+    if any(a.startswith("--net=") for a in enter):
+        return enter
+    return (enter[0], f"--net={node_netns(enter)}", *enter[1:])
+
+
 def mount_only(enter: tuple[str, ...]) -> tuple[str, ...]:
-    """The same prefix without the node's network namespace: the stack's daemons reach the
-    chain's API server on the host's loopback."""
+    """The same prefix without the node's network namespace, for the stack's processes that use
+    no network (kube-ovn's daemon is told the node's namespace for its veths)."""
     return tuple(a for a in enter if not a.startswith("--net="))
 
 
@@ -150,7 +184,7 @@ class KubeOvnDaemon:
         if not self.settings.exists():
             self.mode()
         self.starts += 1
-        argv = [*mount_only(enter), sys.executable, "-I", str(DAEMON), "--settings",
+        argv = [*with_net(enter), sys.executable, "-I", str(DAEMON), "--settings",
                 str(self.settings), "--record", str(self.record), "--ports", str(self.ports),
                 "--node-netns", node_netns(enter), "--start-after", str(after)]
         if self.api is not None:
@@ -263,7 +297,7 @@ class ReportedMultus(MultusThick):
         assert self.limit is not None
         self.node_enter = enter
         self.limit.create()
-        self.enter = (*mount_only(enter), *self.limit.enter())
+        self.enter = (*with_net(enter), *self.limit.enter())  # hostNetwork
         began = time.monotonic()
         self.start_daemon()
         self.ready_seconds.append(round(time.monotonic() - began, 1))
@@ -287,9 +321,10 @@ class ReportedStack:
     conf_dir: Path
     run: Path
     work: Path
-    api: KubeAPI = field(init=False)
+    api: NodeKubeAPI = field(init=False)
     kube_ovn: KubeOvnDaemon = field(init=False)
     kube_ovn_controller: KubeOvnController = field(init=False)
+    cilium: CiliumAgent = field(init=False)
     multus: ReportedMultus = field(init=False)
     installer: Installer | None = field(init=False, default=None)
 
@@ -302,20 +337,25 @@ class ReportedStack:
         return self.work / "delguard.log"
 
     def start(self, enter: tuple[str, ...]) -> None:
-        """Install the binaries and conflist, start the API, kube-ovn's daemon, multus's daemon and
-        (guarded) the installer; ready once the conf the runtime reads is the final one."""
+        """Install the binaries and kube-ovn's conflist, start the API, kube-ovn's daemon,
+        cilium-agent (which writes 05-cilium.conflist), multus's daemon (which picks 05 as the
+        first conflist not its own) and (guarded) the installer; ready once the conf the runtime
+        reads is the final one."""
         self.work.mkdir(parents=True, exist_ok=True)
         (self.bin_dir / "kube-ovn").symlink_to(kube_ovn_plugin())
+        (self.bin_dir / "cilium-cni").symlink_to(cilium_plugin())
         conf = self.conf_dir / KUBE_OVN_CONF
         fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(kube_ovn_conflist(), f, indent=1)
-        self.api = KubeAPI(self.work / "api")
-        self.api.start()
+        self.api = NodeKubeAPI(self.work / "api")
+        self.api.start_in(node_netns(enter))
         self.kube_ovn_controller = KubeOvnController(self.api, NODE)
         self.kube_ovn_controller.start()
         self.kube_ovn = KubeOvnDaemon(self.work, self.run, self.api)
         self.kube_ovn.start(enter)
+        self.cilium = CiliumAgent(self.work, self.run, self.conf_dir / CILIUM_CONF)
+        self.cilium.start(mount_only(enter))
         self.multus = ReportedMultus(version=self.version, run=self.run,
                                      runtime_conf=self.conf_dir,
                                      limit=CpuLimit(self.node_name, "multus-daemon", MULTUS_CPU))
@@ -363,13 +403,17 @@ class ReportedStack:
         """Everything in the node died with it."""
         self.multus.node_down()
         self.kube_ovn.node_down()
+        self.cilium.node_down()
         if self.installer is not None:
             self.installer.node_down()
 
     def node_up(self, enter: tuple[str, ...], kube_ovn_after: float = 0) -> None:
         """The DaemonSets' pods back on the booted node: kube-ovn's daemon (after
-        `kube_ovn_after` seconds), multus's daemon, the installer."""
+        `kube_ovn_after` seconds), cilium-agent (booting CILIUM_BOOT seconds), multus's daemon,
+        the installer."""
+        self.api.move(node_netns(enter))  # the booted node's network namespace is a new one
         self.kube_ovn.start(enter, after=kube_ovn_after)
+        self.cilium.start(mount_only(enter), after=CILIUM_BOOT)
         self.multus.node_up(enter)
         if self.installer is not None:
             self.installer.start(enter)
@@ -394,6 +438,7 @@ class ReportedStack:
             self.kube_ovn.stop()
         with contextlib.suppress(Exception):
             self.kube_ovn_controller.stop()
+            self.cilium.stop()
         with contextlib.suppress(Exception):
             self.api.stop()
 

@@ -65,7 +65,8 @@ def found(runtime: Runtime | None, behind: chains.Behind) -> Found:
                      id="plain-1.6"),
         pytest.param(Runtime("containerd", "1.6.20~ds1", "CRI"), THICK, "unmeasured", False,
                      "unmeasured: the matrix has no row of multus-thick, multus-thick-auto, "
-                     "multus-thick-auto-v4.2.3 in this range", id="thick-not-run-in-range"),
+                     "multus-thick-auto-v4.2.3, cozystack-multus-v4.2.3, cozystack-multus-v4.3.0 "
+                     "in this range", id="thick-not-run-in-range"),
         pytest.param(None, chains.Behind("multus", chains.NAME, "kube-ovn"), "unmeasured", False,
                      "unmeasured: the runtime was not found: give it as `--runtime "
                      "NAME://VERSION`", id="nothing-known"),
@@ -86,7 +87,8 @@ def test_the_summary_speaks_of_the_chain_of_the_nodes_multus_version() -> None:
     behind = chains.Behind(**{**THICK.__dict__, "multus_version": "v4.2.3"})
     a = report.assessment(found(Runtime("containerd", "v2.1.6", "CRI"), behind), MATRIX)
     assert [x.chain.name for x in a.measured] == ["multus-thick", "multus-thick-auto-v4.2.3"]
-    assert a.unmeasured == ("multus-thick-auto",)
+    assert a.unmeasured == ("multus-thick-auto", "cozystack-multus-v4.2.3",
+                            "cozystack-multus-v4.3.0")
     assert "[multus-thick-auto-v4.2.3, this version]" in report.summary(a)
 
 
