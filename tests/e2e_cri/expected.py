@@ -116,6 +116,8 @@ REPORTED: dict[tuple[str, str], tuple[str, str]] = {
                      "reboot-20-pods")
     for runtime in (*CONTAINERDS, "cri-o-1.36")
 }
+REPORTED |= {(s, "containerd-2.1"): ("running", "running")  # tests/e2e_cri/windows.py
+             for s in ("go-cni-stall", "stale-conf-power-cut")}
 
 
 def reported(scenario: str, runtime: str, multus: str, guarded: bool) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import grpc
 
-from tests.e2e_cri import pause_image
+from tests.e2e_cri import pause_image, windows
 from tests.e2e_cri.node import Node
 from tests.support.cri import CriClient, PodSpec, Stubs
 from tests.support.evidence import Evidence
@@ -355,6 +355,7 @@ SCENARIOS: dict[str, Callable[[Site], None]] = {
     "kube-ovn-down-at-boot": kube_ovn_down_at_boot,
     "multus-restart": multus_restart,
     "reboot-20-pods": reboot_20_pods,
+    **windows.SCENARIOS,
 }
 
 
