@@ -9,6 +9,9 @@ and with the guard (tests/e2e_cri/reported.py's Site, stack and kubelet numbers)
   the conf dir holds every other Setup, Remove and Status on the node until that ADD ends.
   containerd v1.6.38's pkg/cri/server/cni_conf_syncer.go and go-cni v1.1.6's locks are the same
   (its syncer only lacks 2.x's stop when the conf dir itself goes), so the row runs on 2.1 alone.
+  The slow ADD is one the runtime runs through kube-ovn's conflist while multus's daemon is away:
+  one in flight through the shim ends when the daemon exits (cmd/multus-daemon/main.go@v4.2.3
+  returns once its config manager has removed the conf, without waiting for its requests).
 - stale-conf-power-cut: after a power cut multus's 00-multus.conf is still on disk (its daemon
   removes it only on a clean exit), so the runtime runs multus-shim before multus's daemon is
   back; the shim polls the daemon's socket every 100 ms for 60 s, then fails the ADD with
@@ -45,7 +48,11 @@ MULTUS_BACK = 70
 # probe's own work take after the lock frees. A stall of another cause (another reload waiting on
 # a second plugin run, which the guard's re-wrap could add) lasts at least a plugin run.
 SAME_EVENT_SLACK = 10
-WATCH = 0.1  # seconds between looks at kube-ovn's daemon's record: its answer is seen this late
+WATCH = 0.1  # seconds between looks at kube-ovn's daemon's record for its answer
+# ... which a look on a loaded node sees up to this late (measured: 0.1 s at load 10): a probe may
+# seem to end that much before it. Still far below the 190 s a stalled probe waits, so a probe that
+# is not stalled (ending seconds after it began, long before the answer) fails the check.
+SEEN_LATE = 1.0
 # The rows where each window means something: (runtime key, multus version), the reported ones.
 ROWS: dict[str, tuple[tuple[str, str], ...]] = {
     "go-cni-stall": (("containerd-2.1", "v4.2.3"),),
@@ -115,14 +122,15 @@ def go_cni_stall(site: Site) -> None:
         before_slow_add_end={k: round(ended[0] - start, 1) for k, (start, _) in waits.items()})
     done = slow_ok and len(after) == len(probes)
     site.ev.outcome = "running" if done else "not-running"
-    site.ev.seconds = max((end - start for start, end in waits.values() if end is not None),
-                          default=0.0)
+    site.ev.seconds = round(max((end - start for start, end in waits.values()
+                                 if end is not None), default=0.0), 1)
     # The stall is real (the ADD was slow, and each probe began before its end and ended after
     # it), and it ends at that ADD's end, with the guard too.
     assert ended[0] - slow_began >= SLOW_ADD, site.ev.facts
     for kind, late in after.items():
         assert waits[kind][0] < ended[0], (kind, site.ev.facts)
-        assert -WATCH <= late <= baseline[kind] + SAME_EVENT_SLACK, (kind, late, site.ev.facts)
+        assert -SEEN_LATE <= late <= baseline[kind] + SAME_EVENT_SLACK, (kind, late,
+                                                                          site.ev.facts)
     site.count()
 
 
