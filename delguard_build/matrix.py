@@ -63,6 +63,10 @@ SCENARIOS = (
     # new sandboxes' ADDs at once, through multus's daemon under its CPU limit
     "kube-ovn-lifetimes",  # how long kube-ovn's OVS port and the pod's IP outlive a pod deleted
     # through multus in auto mode, and a reboot (each lifetime a fact of the run)
+    "go-cni-stall",  # a 200 s ADD while multus's daemon rewrites its conf: how long the node's
+    # other RunPodSandbox, StopPodSandbox and Status wait on the runtime's CNI lock
+    "stale-conf-power-cut",  # a power cut leaving 00-multus.conf on disk, multus's daemon back
+    # 70 s after the boot (its shim's "timed out waiting for the condition")
     "slow-add-150s",  # a pod whose ADD succeeds after 150 s, under the kubelet's 240 s deadline
     "slow-add-200s",  # ... after 200 s
     "slow-add-230s",  # ... after 230 s
@@ -70,7 +74,8 @@ SCENARIOS = (
 # The windows of the reported stack (multus thick in auto mode before kube-ovn), run on its
 # chains alone
 REPORTED_SCENARIOS = ("kube-ovn-down-at-boot", "kube-ovn-hangs-del", "multus-restart",
-                      "reboot-20-pods", "kube-ovn-lifetimes")
+                      "reboot-20-pods", "kube-ovn-lifetimes", "go-cni-stall",
+                      "stale-conf-power-cut")
 # Slow ADDs against the kubelet's RunPodSandbox deadline: run under a real kubelet alone
 # (tests/e2e_kubelet/slow_add.py), never by the CRI suite.
 SLOW_ADD_SCENARIOS = ("slow-add-150s", "slow-add-200s", "slow-add-230s")

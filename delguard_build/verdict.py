@@ -40,10 +40,11 @@ KINDS = {
     "double-del": DELETED, "installer": DELETED, "multus-restart": DELETED,
     "kube-ovn-hangs-del": DELETED, "kube-ovn-lifetimes": DELETED,
     "kill-mid-add": DISRUPTED, "reboot": DISRUPTED, "reboot-20-pods": DISRUPTED,
-    "kube-ovn-down-at-boot": DISRUPTED,
+    "kube-ovn-down-at-boot": DISRUPTED, "stale-conf-power-cut": DISRUPTED,
     "add-fails": FAILED_ADD, "client-deadline": FAILED_ADD,
     "completed-del-fails": DEL_FAILS, "release": DEL_FAILS,
     "del-error-propagates": DEL_ERROR,
+    "go-cni-stall": SLOW_ADD,
     "slow-add-150s": SLOW_ADD, "slow-add-200s": SLOW_ADD, "slow-add-230s": SLOW_ADD,
 }
 

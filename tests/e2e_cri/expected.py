@@ -126,6 +126,8 @@ REPORTED: dict[tuple[str, str], tuple[str, str]] = {
 # kube-ovn's own clean-up frees its port and the pod's IP (the lifetimes are the run's facts):
 # measured on the reported runtime row alone.
 REPORTED[("kube-ovn-lifetimes", "containerd-2.1")] = ("removed", "removed")
+REPORTED |= {(s, "containerd-2.1"): ("running", "running")  # tests/e2e_cri/windows.py
+             for s in ("go-cni-stall", "stale-conf-power-cut")}
 
 
 def reported(scenario: str, runtime: str, multus: str, guarded: bool) -> str:

@@ -29,7 +29,7 @@ from typing import ClassVar
 
 import grpc
 
-from tests.e2e_cri import pause_image, reported_lifetimes
+from tests.e2e_cri import pause_image, reported_lifetimes, windows
 from tests.e2e_cri.node import Node
 from tests.support.cri import CriClient, PodSpec, Stubs
 from tests.support.evidence import Evidence
@@ -374,6 +374,7 @@ SCENARIOS: dict[str, Callable[[Site], None]] = {
     "multus-restart": multus_restart,
     "reboot-20-pods": reboot_20_pods,
     "kube-ovn-lifetimes": reported_lifetimes.kube_ovn_lifetimes,
+    **windows.SCENARIOS,
 }
 
 
