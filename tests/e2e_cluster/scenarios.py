@@ -408,7 +408,7 @@ def multus_thick(c: Cluster, ev: Evidence) -> None:
     from tests.support.multus import CNI_VERSION, MultusThick
 
     api = RealAPI(c.kube, c.node, c.plane.pki.ca)
-    thick = MultusThick(enter=tuple(c.node.nsenter()), node=c.node.name, api=api,
+    thick = MultusThick(enter=c.node.enter_all, node=c.node.name, api=api,
                         run=c.node.run)
     thick.start(c.node.cni_bin, c.node.tmp / "multus", c.node.cni_cache)
     try:

@@ -221,7 +221,7 @@ def completed_del_fails(site: Site, ev: Evidence) -> None:
 
 def _in_node(site: Site, argv: list[str]) -> subprocess.CompletedProcess[str]:
     """Run argv inside the node (its mount namespace: its CNI dirs, caches and log)."""
-    return subprocess.run([*site.node.nsenter(), *argv], capture_output=True, text=True,
+    return subprocess.run([*site.node.enter_all, *argv], capture_output=True, text=True,
                           timeout=120, check=False,
                           env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
 
