@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +33,7 @@ import pytest
 from tests.support import guard, hostlibs
 from tests.support.noderoot import needs_root, proc_mounted, with_shell
 from tests.support.paths import widen
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="chroot roots, root-owned state dirs")
 
@@ -346,10 +346,11 @@ def test_its_process_name_is_cni_delguard_whatever_name_it_was_execd_by(
         proc.stdin.write(json.dumps(conf).encode())
         proc.stdin.close()
         try:
-            deadline = time.monotonic() + 60
-            while not started.exists():
-                assert proc.poll() is None and time.monotonic() < deadline, "no delegate started"
-                time.sleep(0.02)
+            def delegate_started() -> bool:
+                assert proc.poll() is None, "the guard exited before a delegate started"
+                return started.exists()
+
+            wait_for(delegate_started, "a delegate to start", 60, every=0.02)
             comm = Path(f"/proc/{proc.pid}/comm").read_text().strip()
         finally:
             go.touch()

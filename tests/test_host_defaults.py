@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import guard
-from tests.support.cnitool import NSRUN
+from tests.support import guard, holder
 from tests.support.hostdefaults import changes, snapshot
 
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="the session's namespace is made as root")
@@ -80,8 +79,7 @@ def test_the_check_sees_what_the_guard_does_to_an_existing_log(frozen_bin, tmp_p
     the check of the day missed (same dir mtime and link count)."""
     host = tmp_path / "host"
     (host / "var/log").mkdir(parents=True)
-    prefix = ("unshare", "--mount", "--propagation", "private", "--", sys.executable, "-I",
-              str(NSRUN), f"{host / 'var/log'}:/var/log", "--")
+    prefix = tuple(holder.once([(host / "var/log", "/var/log")], []))
     root_fd = os.open(host, os.O_RDONLY | os.O_DIRECTORY)
     try:
         empty = snapshot(root_fd)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -151,11 +150,13 @@ def test_del_does_not_race_the_orphaned_delegate(lab: Lab, version: str, depth: 
     lab.pids.append(orphan)
     kill_guard(proc)
 
-    deadline = time.monotonic() + 60
-    while (out := runner.delete(inner.path)).rc != 0:
-        assert '"code": 11' in out.stdout or "try again" in out.stderr.lower(), out.describe()
-        assert time.monotonic() < deadline, "DEL never succeeded"
-        time.sleep(0.5)
+    def deleted() -> bool:
+        out = runner.delete(inner.path)
+        assert out.rc == 0 or '"code": 11' in out.stdout or "try again" in out.stderr.lower(), \
+            out.describe()
+        return out.rc == 0
+
+    wait_for(deleted, "a DEL to succeed (retried while it says try again)", 60, every=0.5)
     wait_gone([orphan], f"the orphaned delegate {orphan} to exit", 60)
     leaked = state_files(lab.fake_state)
     ok(runner.delete(inner.path), "a later DEL")

@@ -1,8 +1,9 @@
 """The control plane of a one-node cluster: etcd, kube-apiserver, kube-controller-manager and
 kube-scheduler (peers/pins.tsv rows `etcd` and `control-plane`, built by tools/install-peers.sh),
 run as processes inside the node's namespaces (node.py), as kubeadm's static pods run on a
-one-node cluster's machine. Each component is one row of COMPONENTS (its argv as kubeadm writes
-it, less what a throwaway node does not need); start() runs them in order, each waited for.
+one-node cluster's machine. Each component is one row of components() (its argv as kubeadm
+writes it, less what a throwaway node does not need, and the API answer that says it is ready);
+start() runs them in order as Daemons, each ready once its API answers.
 
 The API server has the admission plugins of a default cluster (its built-in default set, which
 includes PodSecurity with its default policy, privileged, and no exemptions) plus NodeRestriction,
@@ -12,20 +13,16 @@ pki.py. Everything listens inside the node's network namespace only.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from tests.e2e_cluster.node import Node
 from tests.e2e_cluster.pki import Pki
 from tests.support import peers
-from tests.support.waiting import wait_for
+from tests.support.daemon import Answer, Daemon
 
 K8S_VERSION = "v1.35.4"  # the control-plane row, the kubelet's release
 ETCD_VERSION = "v3.6.16"
@@ -70,8 +67,7 @@ def kubectl_bin() -> Path:
 class ControlPlane:
     node: Node
     pki: Pki
-    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-    logs: dict[str, IO[bytes]] = field(default_factory=dict)
+    daemons: dict[str, Daemon] = field(default_factory=dict)  # while they run
     starts: int = 0
 
     @property
@@ -152,24 +148,16 @@ class ControlPlane:
             self.pki.kubeconfig(self.kubeconfig(user), user, self.server)
 
     def start(self) -> None:
-        self.starts += 1
+        """Each component in the node (its enter prefix is the holder's of this boot), the next
+        once it answers."""
         for name, argv, ready in self.components():
-            log = self.log_path(name).open("ab")
-            log.write(f"\n===== start {self.starts} =====\n".encode())
-            log.flush()
-            self.logs[name] = log
-            self.procs[name] = subprocess.Popen(
-                [*self.node.nsenter(), *argv()], stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT,
-                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(self.home)})
-            wait_for(lambda n=name, r=ready: self._up(n, r), f"{name} to be ready",  # type: ignore[misc]
-                     timeout=START_BOUND, every=1, detail=lambda n=name: self.log_tail(n))  # type: ignore[misc]
-
-    def _up(self, name: str, ready: Callable[[], bool]) -> bool:
-        proc = self.procs[name]
-        if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited with {proc.returncode}:\n{self.log_tail(name)}")
-        return ready()
+            daemon = Daemon(name, [*self.node.enter_all, *argv()], self.log_path(name),
+                            ready=Answer(ready, "its API to answer"),
+                            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(self.home)},
+                            start_bound=START_BOUND, check_every=1, starts=self.starts)
+            self.daemons[name] = daemon
+            daemon.start()
+        self.starts += 1
 
     def api_ready(self) -> bool:
         out = subprocess.run([*self.node.netns(), str(kubectl_bin()),
@@ -184,25 +172,20 @@ class ControlPlane:
                              capture_output=True, text=True, timeout=60, check=False)
         return out.returncode == 0
 
+    def stop(self) -> None:
+        """Every component stopped with grace, the last started first (teardown)."""
+        for daemon in reversed(self.daemons.values()):
+            daemon.stop()
+        self.daemons.clear()
+
     def kill(self) -> None:
-        """SIGKILL every component (a power cut; teardown)."""
-        for proc in self.procs.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGKILL)
-        self.reap()
+        """SIGKILL every component, as a power cut would."""
+        for daemon in self.daemons.values():
+            daemon.kill()
+        self.daemons.clear()
 
     def reap(self) -> None:
-        """Wait for components that were killed (by kill(), or with the node's processes)."""
-        for proc in self.procs.values():
-            proc.wait(timeout=60)
-        self.procs.clear()
-        for log in self.logs.values():
-            log.close()
-        self.logs.clear()
-
-    def log_tail(self, name: str, lines: int = 30) -> str:
-        try:
-            text = self.log_path(name).read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+        """Wait for components that were killed with the node's processes."""
+        for daemon in self.daemons.values():
+            daemon.reap(timeout=60)
+        self.daemons.clear()

@@ -7,7 +7,7 @@ kernel settings, image GC off), registered to the cluster's API server instead o
 - its server on the node's IP, port 10250, with the API server's authentication (the cluster CA
   for client certificates, webhook token review) and authorization (webhook): `kubectl exec` and
   `kubectl logs` reach it as on any node; no read-only port;
-- healthz on the node's 127.0.0.1:10248 (how start() knows it is up).
+- healthz on the node's 127.0.0.1:10248 (serving(): how start() knows it is up).
 """
 
 from __future__ import annotations
@@ -56,12 +56,8 @@ class Kubelet(StandaloneKubelet):
         return [*super().argv(config), f"--kubeconfig={self.kubeconfig}",
                 f"--node-ip={self.cluster_node.ip}"]
 
-    def _answers(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"the kubelet exited with {self.proc.returncode}:\n"
-                               f"{self.log_tail()}")
+    def serving(self) -> bool:
         url = f"http://127.0.0.1:{HEALTHZ_PORT}/healthz"
-        out = subprocess.run([*self.node.nsenter(), sys.executable, "-I", "-c", FETCH, url],
+        out = subprocess.run([*self.node.enter_all, sys.executable, "-I", "-c", FETCH, url],
                              capture_output=True, text=True, timeout=60, check=False)
         return out.returncode == 0 and out.stdout.strip() == "ok"

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 from tests.e2e_kubelet.node import Node as KubeletNode
@@ -51,10 +50,3 @@ class Node(KubeletNode):
                      ["ip", "addr", "add", f"{NODE_IP}/{NODE_PREFIX}", "dev", DEVICE],
                      ["ip", "link", "set", PEER, "up"], ["ip", "link", "set", DEVICE, "up"]):
             subprocess.run([*self.netns(), *argv], check=True, capture_output=True, timeout=30)
-
-    def path(self, inside: str) -> Path:
-        """Where a path of the node's (/etc/cni/net.d/..., /opt/cni/bin/...) is on the machine."""
-        for src, dst in self.binds():
-            if inside == dst or inside.startswith(dst + "/"):
-                return Path(str(src) + inside[len(dst):])
-        raise KeyError(f"{inside} is not one of the node's own dirs")

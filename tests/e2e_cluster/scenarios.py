@@ -15,8 +15,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from tests.e2e_cluster import install, publish, workloads
@@ -34,49 +33,22 @@ from tests.e2e_cluster.site import (
 from tests.e2e_cri.runtimes import Runtime
 from tests.e2e_kubelet.kubelet import GC_PERIOD
 from tests.e2e_kubelet.runtimes import RUNTIMES
-from tests.support import matrix
+from tests.support.evidence import QUOTE, KubeletEvidence, quote
 from tests.support.waiting import wait_for
 
 STORM_PERIODS = 3
 VERDICT_BOUND = GC_PERIOD * (STORM_PERIODS + 4)
 DESTROY_FAILED = "failed to destroy network for sandbox"
 SETUP_FAILED = "failed to setup network for sandbox"
-QUOTE = 700
 REPLICAS = 10
 
 
-@dataclass
-class Evidence:
-    scenario: str
-    runtime: str
-    version: str
-    guard: bool
-    outcome: str = ""
-    seconds: float = 0.0
-    dels: int = 0
-    gc_failures: int = 0
-    kubelet: list[str] = field(default_factory=list)
-    containerd: list[str] = field(default_factory=list)
-    facts: dict[str, Any] = field(default_factory=dict)
-    rows: list[dict[str, Any]] = field(default_factory=list)
+class Evidence(KubeletEvidence):
+    """What one run saw on the cluster: its verdict and the facts the tests check."""
 
-    def record(self, scenario: str) -> None:
-        row = matrix.Row(runtime="containerd", version=self.version, chain=DELEGATE,
-                         scenario=scenario, guard=self.guard, outcome=self.outcome,
-                         seconds=self.seconds, driver="cluster")
-        matrix.record(row)
-        self.rows.append(asdict(row))
-
-    def save(self) -> Path:
-        where = matrix.path().parent / "cluster"
-        where.mkdir(parents=True, exist_ok=True)
-        path = where / f"{self.scenario}-{self.runtime}-{'guard' if self.guard else 'control'}.json"
-        path.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
-        return path
-
-
-def quote(lines: list[str], most: int = 2) -> list[str]:
-    return [line[:QUOTE] for line in lines[:most]]
+    chain = DELEGATE
+    driver = "cluster"
+    kept = "cluster"
 
 
 # --- the guard, as users install it ------------------------------------------------------------
@@ -408,7 +380,7 @@ def multus_thick(c: Cluster, ev: Evidence) -> None:
     from tests.support.multus import CNI_VERSION, MultusThick
 
     api = RealAPI(c.kube, c.node, c.plane.pki.ca)
-    thick = MultusThick(enter=tuple(c.node.nsenter()), node=c.node.name, api=api,
+    thick = MultusThick(enter=c.node.enter_all, node=c.node.name, api=api,
                         run=c.node.run)
     thick.start(c.node.cni_bin, c.node.tmp / "multus", c.node.cni_cache)
     try:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from tests.e2e_cluster import controlplane, publish, workloads
 from tests.e2e_cluster.controlplane import ControlPlane
@@ -36,7 +36,7 @@ from tests.e2e_cri import cri, pause_image
 from tests.e2e_cri.runtimes import Runtime
 from tests.e2e_cri.scenario import FakeDelegate, Network, bridge_conf
 from tests.e2e_kubelet.installer_pod import BUILD_TAG
-from tests.support import cosign
+from tests.support import cosign, skips
 from tests.support.fakes import install_fake
 from tests.support.guard import HOST_ARCH
 from tests.support.waiting import wait_for
@@ -200,7 +200,9 @@ def cluster(runtime: Runtime, shared: Shared, hang: bool = False,
         node.install_debian_plugins()
         install_fake(node.cni_bin)
         with room():
-            _start(node, plane)
+            node.start_holder()
+            plane.start()
+            node.start_runtime_on_a_working_snapshotter()
         for archive in (shared.pause_archive, shared.csi_archive):
             node.import_image(archive)
         client = cri.CriClient(node.socket, shared.stubs, node.cgroup_parent)
@@ -223,23 +225,12 @@ def cluster(runtime: Runtime, shared: Shared, hang: bool = False,
     finally:
         if here is not None:
             here.closing.close()
-        kubelet.kill()
-        plane.kill()
+        kubelet.stop()
+        plane.stop()
         if client is not None:
             client.close()
         problems = node.teardown()
         assert not problems, f"node teardown left things behind: {problems}"
-
-
-def _start(node: Node, plane: ControlPlane) -> None:
-    node.start_holder()
-    plane.start()
-    node.start_runtime()
-    if not node.overlayfs_ok():
-        node.notes.append("overlayfs unusable here: native snapshotter")
-        node.stop_runtime()
-        node.snapshotter = "native"
-        node.start_runtime()
 
 
 def inotify_in_use() -> int:
@@ -310,12 +301,8 @@ def installer_name() -> str:
     return f"{BUILD_TAG}-{HOST_ARCH}"
 
 
-def skip_or_fail(why: str) -> None:
-    import pytest
-
-    if os.environ.get("CI") and os.geteuid() == 0:
-        pytest.fail(f"cluster suite cannot run in CI: {why}")
-    pytest.skip(f"SKIPPED cluster suite: {why}")
+def skip_or_fail(why: str) -> NoReturn:
+    skips.skip_or_fail(why, "cluster suite")
 
 
 def elapsed(since: float) -> float:

@@ -27,7 +27,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, ClassVar
+from typing import ClassVar
 
 from tests.e2e_cri import pause_image
 from tests.support import node as base
@@ -35,7 +35,6 @@ from tests.support.daemon import Answer, Daemon
 from tests.support.runtimes import Paths, Runtime
 
 DEBIAN_CNI = Path("/usr/lib/cni")
-START_BOUND = 90  # seconds a runtime may take to answer after start (under the other helpers' load)
 
 
 @dataclass
@@ -45,7 +44,6 @@ class Node(base.Node):
     runtime: Runtime = field(kw_only=True)
     snapshotter: str = "overlayfs"
     daemon: Daemon | None = None  # the runtime, while it runs
-    _log: IO[bytes] | None = None  # the runtime's log, when a subclass started it itself
     starts: int = 0
 
     prefix: ClassVar[str] = "dge2e-"
@@ -53,6 +51,7 @@ class Node(base.Node):
     own: ClassVar[tuple[tuple[str, str], ...]] = (("run", "/run"),
                                                   ("var-lib-cni", "/var/lib/cni"))
     volatile: ClassVar[tuple[str, ...]] = ("run", "runc")
+    start_bound: ClassVar[float] = 90  # s a runtime may take to answer (under the others' load)
 
     @classmethod
     def create(cls, runtime: Runtime) -> Node:
@@ -127,19 +126,10 @@ class Node(base.Node):
         self.starts += 1
         socket = self.socket
         self.daemon = Daemon(
-            self.runtime.key, [*self.enter, *self.runtime.argv(config)], self.log_path,
+            self.runtime.key, [*self.enter_all, *self.runtime.argv(config)], self.log_path,
             ready=Answer(lambda: self.runtime.answers(socket), f"an answer on {socket}"),
-            env=self.runtime.env(), start_bound=START_BOUND, starts=self.starts - 1)
+            env=self.runtime.env(), start_bound=self.start_bound, starts=self.starts - 1)
         self.daemon.start()
-
-    def _answers(self) -> bool:
-        """Whether the runtime answers yet, failing at once when it exited (for a subclass that
-        starts the runtime itself; start_runtime's Daemon checks the same)."""
-        assert self.daemon is not None
-        if self.daemon.poll() is not None:
-            code = self.daemon.returncode
-            raise RuntimeError(f"{self.runtime.key} exited with {code}:\n{self.log_tail()}")
-        return self.runtime.answers(self.socket)
 
     def start_runtime_on_a_working_snapshotter(self) -> None:
         """Start the runtime; where overlayfs does not work here (a nested overlay), again on the
@@ -158,32 +148,18 @@ class Node(base.Node):
     def overlayfs_ok(self) -> bool:
         return self.runtime.overlayfs_ok(self.socket)
 
-    def _runtime_process(self) -> Daemon:
-        """The running runtime as a Daemon (a subclass may have started it as a Popen)."""
-        assert self.daemon is not None
-        if isinstance(self.daemon, Daemon):
-            return self.daemon
-        return Daemon.adopt(self.runtime.key, self.daemon, self.log_path)
-
     def kill_runtime(self, with_plugins: bool = True) -> list[int]:
         """SIGKILL the runtime (and, as a crash of the node would, the CNI plugins it runs)."""
-        plugins = self._runtime_process().kill(children=with_plugins)
-        self._close_log()
+        assert self.daemon is not None
+        plugins = self.daemon.kill(children=with_plugins)
         self.daemon = None
         return plugins
 
     def stop_runtime(self) -> None:
         if self.daemon is None:
             return
-        self._runtime_process().stop(grace=20)
-        self._close_log()
+        self.daemon.stop(grace=20)
         self.daemon = None
-
-    def _close_log(self) -> None:
-        """The log of a runtime a subclass started itself (a Daemon's is closed at its start)."""
-        if self._log is not None:
-            self._log.close()
-            self._log = None
 
     def restart_runtime(self) -> None:
         self.kill_runtime()

@@ -12,24 +12,22 @@ the read-only host root, the capabilities and the readiness probe are the ones u
 from __future__ import annotations
 
 import copy
-import os
 import shutil
-import subprocess
 import tempfile
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tests.support import image
 from tests.support.guard import HOST_ARCH
 from tests.support.kustomize import render
+from tests.support.skips import skip_or_fail
 
 if TYPE_CHECKING:
     from tests.e2e_kubelet.site import Site
 
-REPO = Path(__file__).resolve().parents[2]
 BUILD_TAG = "localhost/cni-delguard:dgkl"  # build-image.sh names the arch's image <tag>-<arch>
 TOOLS = ("buildah", "podman", "debootstrap", "runc")
-BUILD_BOUND = 1800  # seconds: the first build makes the debootstrap base (minutes)
 
 
 def static_pod(overlay: str, image: str, wrap: str | None = None) -> dict[str, Any]:
@@ -71,32 +69,18 @@ class ImageArchive:
             return self._archive
 
     def _build(self) -> Path:
-        import pytest
-
         missing = [t for t in TOOLS if shutil.which(t) is None]
         if missing:
-            why = f"the installer image needs {', '.join(missing)} (tools/test.sh installs them)"
-            if os.environ.get("CI"):
-                pytest.fail(why)
-            pytest.skip(why)
+            skip_or_fail(f"the installer image needs {', '.join(missing)} "
+                         "(tools/test.sh installs them)")
         self._dir = Path(tempfile.mkdtemp(prefix="dgkl-image-"))
-        built = subprocess.run(["bash", str(REPO / "tools" / "build-image.sh"), HOST_ARCH],
-                               env=dict(os.environ, IMAGE=BUILD_TAG), capture_output=True,
-                               text=True, timeout=BUILD_BOUND, check=False)
-        assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-4000:]
-        archive = self._dir / "installer.tar"
-        subprocess.run(["podman", "save", "--format", "docker-archive", "-o", str(archive),
-                        f"{BUILD_TAG}-{HOST_ARCH}"], check=True, capture_output=True,
-                       timeout=600)
-        return archive
+        built = image.build(BUILD_TAG, HOST_ARCH)
+        return image.save(built[HOST_ARCH], self._dir / "installer.tar")
 
     def close(self) -> None:
         with self._lock:
             if self._archive is not None:
-                subprocess.run(["buildah", "manifest", "rm", BUILD_TAG], capture_output=True,
-                               check=False, timeout=120)
-                subprocess.run(["podman", "rmi", "--force", f"{BUILD_TAG}-{HOST_ARCH}"],
-                               capture_output=True, check=False, timeout=120)
+                image.remove(BUILD_TAG, HOST_ARCH)
             if self._dir is not None:
                 shutil.rmtree(self._dir)
             self._archive = self._dir = None

@@ -13,19 +13,16 @@ and its own log (-v=3: probe results and the GC's failures are there).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from tests.e2e_kubelet.node import Node
 from tests.support import peers
-from tests.support.waiting import wait_for
+from tests.support.daemon import Answer, Daemon
 
 VERSION = "v1.35.4"  # the kubelet row of peers/pins.tsv
 READ_ONLY_PORT = 10255  # the kubelet's usual one: inside the node's network namespace, so no clash
@@ -61,9 +58,8 @@ def missing() -> str | None:
 @dataclass
 class Kubelet:
     node: Node
-    proc: subprocess.Popen[bytes] | None = None
+    daemon: Daemon | None = None  # while it runs
     starts: int = 0
-    _log: IO[bytes] | None = None
 
     # --- paths -------------------------------------------------------------------------------
 
@@ -136,7 +132,9 @@ class Kubelet:
     # --- life --------------------------------------------------------------------------------
 
     def start(self) -> None:
-        assert self.proc is None
+        """Started in the node (its enter prefix is the holder's of this boot), ready when it
+        serves (serving())."""
+        assert self.daemon is None
         tmp = self.node.tmp
         for d in (self.home, self.manifests, tmp / "pod-logs", tmp / "volume-plugins"):
             d.mkdir(parents=True, exist_ok=True)
@@ -144,41 +142,35 @@ class Kubelet:
         config = tmp / "kubelet-config.json"
         config.write_text(json.dumps(self.config(), indent=1), encoding="utf-8")
         make_cgroup_root(self.cgroup_root)
-        self.starts += 1
-        self._log = self.log_path.open("ab")
-        self._log.write(f"\n===== start {self.starts} =====\n".encode())
-        self._log.flush()
-        self.proc = subprocess.Popen(
-            [*self.node.nsenter(), *self.argv(config)],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+        self.daemon = Daemon(
+            "kubelet", [*self.node.enter_all, *self.argv(config)], self.log_path,
+            ready=Answer(self.serving, "it to serve"),
             env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root"},
-        )
-        wait_for(self._answers, "the kubelet to serve /pods", timeout=START_BOUND, every=0.5)
+            start_bound=START_BOUND, check_every=0.5, starts=self.starts)
+        self.starts += 1
+        self.daemon.start()
 
-    def _answers(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"the kubelet exited with {self.proc.returncode}:\n"
-                               f"{self.log_tail()}")
+    def serving(self) -> bool:
+        """Its read-only port answers /pods (a standalone kubelet's one API)."""
         return self.pods_or_none() is not None
+
+    def stop(self) -> None:
+        """SIGTERM, a bounded wait, then SIGKILL (teardown)."""
+        if self.daemon is not None:
+            self.daemon.stop()
+            self.daemon = None
 
     def kill(self) -> None:
         """SIGKILL, as a crash or a power cut would."""
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.proc.pid, signal.SIGKILL)
-        self.reap()
+        if self.daemon is not None:
+            self.daemon.kill()
+            self.daemon = None
 
     def reap(self) -> None:
-        """Wait for a kubelet that was killed (by kill(), or with the node's processes)."""
-        if self.proc is None:
-            return
-        self.proc.wait(timeout=60)
-        self.proc = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        """Wait for a kubelet that was killed with the node's processes."""
+        if self.daemon is not None:
+            self.daemon.reap(timeout=60)
+            self.daemon = None
 
     # --- static pods -------------------------------------------------------------------------
 
@@ -201,7 +193,7 @@ class Kubelet:
         """The pods the kubelet runs, with their status (static pods carry it standalone), or
         None while it does not answer."""
         url = f"http://127.0.0.1:{READ_ONLY_PORT}/pods"
-        out = subprocess.run([*self.node.nsenter(), sys.executable, "-I", "-c", FETCH, url],
+        out = subprocess.run([*self.node.enter_all, sys.executable, "-I", "-c", FETCH, url],
                              capture_output=True, text=True, timeout=60, check=False)
         if out.returncode != 0:
             return None

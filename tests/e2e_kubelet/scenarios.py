@@ -21,7 +21,7 @@ import shlex
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,8 @@ from tests.e2e_kubelet.site import (
     site,
     skip_or_fail,
 )
-from tests.support import matrix, records
+from tests.support import records
+from tests.support.evidence import QUOTE, KubeletEvidence, quote
 from tests.support.guard import guard_argv
 from tests.support.waiting import wait_for
 
@@ -47,44 +48,12 @@ VERDICT_BOUND = GC_PERIOD * (STORM_PERIODS + 3)  # a verdict comes well before t
 DESTROY_FAILED = "failed to destroy network for sandbox"
 STALE_DEL = "server_socket is required in cni.conf"  # the fake's answer to a DEL without state
 GC_STOP_FAILED = "Failed to stop sandbox before removing"  # kuberuntime_gc.go removeSandbox
-QUOTE = 700  # characters of a quoted log line
 
 
-@dataclass
-class Evidence:
+class Evidence(KubeletEvidence):
     """What one run saw: its verdict and the facts the tests check and the report quotes."""
 
-    scenario: str
-    runtime: str
-    version: str
-    guard: bool
-    outcome: str = ""
-    seconds: float = 0.0
-    dels: int = 0  # DELs the delegate saw for the subject sandboxes
-    gc_failures: int = 0  # the kubelet GC's failed attempts on them
-    kubelet: list[str] = field(default_factory=list)  # its own lines, quoted
-    containerd: list[str] = field(default_factory=list)
-    facts: dict[str, Any] = field(default_factory=dict)
-    rows: list[dict[str, Any]] = field(default_factory=list)
-
-    def record(self, scenario: str, guard: bool, outcome: str, seconds: float) -> None:
-        row = matrix.Row(runtime="containerd", version=self.version, chain=DELEGATE,
-                         scenario=scenario, guard=guard, outcome=outcome, seconds=seconds,
-                         driver="kubelet")
-        matrix.record(row)
-        self.rows.append(asdict(row))
-
-    def save(self) -> Path:
-        """Kept beside the matrix, for the report's quotes."""
-        where = matrix.path().parent / "kubelet"
-        where.mkdir(parents=True, exist_ok=True)
-        path = where / f"{self.scenario}-{self.runtime}-{'guard' if self.guard else 'control'}.json"
-        path.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
-        return path
-
-
-def quote(lines: list[str], most: int = 2) -> list[str]:
-    return [line[:QUOTE] for line in lines[:most]]
+    chain = DELEGATE
 
 
 def wait_verdict(site: Site, gone: Callable[[], bool], subjects: set[str],
@@ -221,7 +190,7 @@ def completed_del_fails(site: Site, ev: Evidence) -> None:
 
 def _in_node(site: Site, argv: list[str]) -> subprocess.CompletedProcess[str]:
     """Run argv inside the node (its mount namespace: its CNI dirs, caches and log)."""
-    return subprocess.run([*site.node.nsenter(), *argv], capture_output=True, text=True,
+    return subprocess.run([*site.node.enter_all, *argv], capture_output=True, text=True,
                           timeout=120, check=False,
                           env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
 

@@ -14,12 +14,11 @@ what the fake was asked (its record file), and the runtime's log.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from tests.e2e_cri import cri, pause_image
 from tests.e2e_cri.scenario import FakeDelegate, Network, bridge_conf
@@ -27,6 +26,7 @@ from tests.e2e_kubelet.installer_pod import ImageArchive
 from tests.e2e_kubelet.kubelet import NAMESPACE, Kubelet, is_ready, plain_pod
 from tests.e2e_kubelet.node import Node
 from tests.e2e_kubelet.runtimes import Runtime
+from tests.support import skips
 from tests.support.fakes import install_fake
 from tests.support.waiting import wait_for
 
@@ -126,13 +126,8 @@ def site(runtime: Runtime, guarded: bool, shared: Shared) -> Iterator[Site]:
         assert not problems, f"node teardown left things behind: {problems}"
 
 
-def skip_or_fail(why: str) -> None:
-    """Skip what cannot run here; under CI (root, everything built by tools/test.sh), fail."""
-    import pytest
-
-    if os.environ.get("CI") and os.geteuid() == 0:
-        pytest.fail(f"kubelet suite cannot run in CI: {why}")
-    pytest.skip(f"SKIPPED kubelet suite: {why}")
+def skip_or_fail(why: str) -> NoReturn:
+    skips.skip_or_fail(why, "kubelet suite")
 
 
 def elapsed(since: float) -> float:

@@ -19,7 +19,6 @@ again, and cut again, by the same delegate). seconds: the manifest to Ready.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -34,6 +33,7 @@ from tests.e2e_kubelet.runtimes import RUNTIMES, Runtime
 from tests.e2e_kubelet.site import Shared, elapsed, skip_or_fail
 from tests.support import matrix, records
 from tests.support.confs import guard_plugin, stale_delegate
+from tests.support.evidence import keep
 from tests.support.fakes import install_slow
 from tests.support.waiting import wait_for
 
@@ -81,11 +81,8 @@ class Evidence:
             self.rows.append(asdict(row))
 
     def save(self) -> Path:
-        where = matrix.path().parent / "kubelet"
-        where.mkdir(parents=True, exist_ok=True)
-        path = where / f"slow-add-{self.runtime}-{'guard' if self.guard else 'control'}.json"
-        path.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
-        return path
+        guard = "guard" if self.guard else "control"
+        return keep("kubelet", f"slow-add-{self.runtime}-{guard}", asdict(self))
 
 
 @dataclass

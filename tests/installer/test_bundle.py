@@ -14,6 +14,7 @@ from itertools import pairwise
 import pytest
 
 from cni_delguard.node import bundle
+from tests.support.waiting import wait_for
 
 from .conftest import make_bundle
 
@@ -157,6 +158,8 @@ while not os.path.exists(stop):
     print(repr((start, time.monotonic(), r.returncode, r.stdout, r.stderr[-300:])), flush=True)
 """
 
+INSTALLS = 40  # installs (and so switches and prunes) the runtimes exec through
+
 
 def could_be_pruned(start: float, end: float, installs: list[tuple[float, float]]) -> bool:
     """Whether the version an exec started at `start` ran from may be gone before `end`.
@@ -188,12 +191,17 @@ def test_exec_during_repeated_installs_never_fails(tmp_path):
         with log.open("w") as out:
             runtimes.append(subprocess.Popen(argv, stdout=out))
     installs: list[tuple[float, float]] = []
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
+
+    def install_next() -> bool:
+        """One more install; done after INSTALLS of them, once each version has been run."""
         begin = time.monotonic()
         install(srcs[len(installs) % 3], bin_dir)
         installs.append((begin, time.monotonic()))
-        time.sleep(0.05)
+        seen = {line for log in logs for line in log.read_text().splitlines()}
+        return len(installs) >= INSTALLS and all(any(f"'{v}'" in s for s in seen) for v in names)
+
+    wait_for(install_next, f"{INSTALLS} installs and a run of each version", timeout=120,
+             every=0.05)
     stop.touch()
     for proc in runtimes:
         assert proc.wait(timeout=60) == 0, "a runtime loop died"
@@ -201,7 +209,6 @@ def test_exec_during_repeated_installs_never_fails(tmp_path):
     runs = [out for _, _, _, out, _ in results]
     failed = [r for r in results if r[2] != 0 or r[3] not in names]
     assert [r for r in failed if not could_be_pruned(r[0], r[1], installs)] == []
-    assert len(installs) >= 6
     assert set(names) <= set(runs)
     assert len(versions(bin_dir)) == 2
 

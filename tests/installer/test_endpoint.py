@@ -210,10 +210,9 @@ def test_a_port_in_use_is_one_line_and_the_exporter_keeps_refreshing():
         assert len(said) == 1 and f"cannot listen on 127.0.0.1:{port}" in said[0], said
         assert "still guarded" in said[0]
         holder.close()  # the port is free again: taken at the next try
-        deadline = time.monotonic() + 10
-        while ex.endpoint is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert ex.endpoint is not None and get(port) == (200, BODY)
+        wait_for(lambda: ex.endpoint is not None, "the endpoint on the freed port", 10,
+                 every=0.05)
+        assert get(port) == (200, BODY)
         assert said[-1].startswith("metrics: serving http://127.0.0.1:")
     finally:
         ex.stop()

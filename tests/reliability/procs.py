@@ -59,17 +59,17 @@ class Gates:
     def release(self, cid: str, command: str, point: str, timeout: float = 10) -> None:
         """Open the FIFO for writing and close it: the reader sees EOF and goes on."""
         fifo = f"{self.base(cid, command, point)}.fifo"
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def opened() -> int | None:
             try:
-                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
             except OSError as exc:
-                if exc.errno not in (errno.ENXIO, errno.ENOENT) or time.monotonic() > deadline:
+                if exc.errno not in (errno.ENXIO, errno.ENOENT):
                     raise
-                time.sleep(POLL)
-                continue
-            os.close(fd)
-            return
+                return None  # no reader yet (ENXIO), or no FIFO yet
+
+        os.close(wait_for(opened, f"gate {cid} {command}:{point} to have its reader", timeout,
+                          every=POLL))
 
     def reset(self, cid: str, command: str, point: str) -> None:
         for suffix in (".pid", ".fifo"):

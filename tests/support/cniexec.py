@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support.cnitool import NSRUN, Outcome, base_env, container_id
+from tests.support import holder
+from tests.support.cnitool import Outcome, base_env, container_id
 from tests.support.netns import Netns
 
 
@@ -43,8 +43,7 @@ class PluginExec:
         if self.var_log is None:
             return argv
         self.var_log.mkdir(exist_ok=True)
-        private = ["unshare", "--mount", "--propagation", "private", "--", sys.executable, "-I"]
-        return [*private, str(NSRUN), f"{self.var_log}:/var/log", "--", *argv]
+        return holder.once([(self.var_log, "/var/log")], argv)
 
     def run(
         self,

@@ -13,16 +13,15 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support import holder
 from tests.support.netns import Netns
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "tools" / "build-cnitool.sh"
-NSRUN = Path(__file__).resolve().parent / "nsrun.py"
 LIBCNI_CACHE_DIR = Path("/var/lib/cni")  # libcni.CacheDir in CNI 1.1.2, not configurable
 
 
@@ -81,25 +80,12 @@ class Cnitool:
 
     def argv(self, command: str, network: str, netns_path: Path) -> list[str]:
         inner = self.outer.exec_argv([str(self.binary), command, network, str(netns_path)])
-        bind = f"{self.cache_dir}:{LIBCNI_CACHE_DIR}"
         # A config the guard cannot parse sends its log line to the default logFile under
         # /var/log: that goes to the test's own dir too, never to the host's log.
         var_log = self.cache_dir.parent / f"{self.cache_dir.name}-var-log"
         var_log.mkdir(exist_ok=True)
-        return [
-            "unshare",
-            "--mount",
-            "--propagation",
-            "private",
-            "--",
-            sys.executable,
-            "-I",
-            str(NSRUN),
-            bind,
-            f"{var_log}:/var/log",
-            "--",
-            *inner,
-        ]
+        return holder.once([(self.cache_dir, str(LIBCNI_CACHE_DIR)), (var_log, "/var/log")],
+                           inner)
 
     def run(
         self,

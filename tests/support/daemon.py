@@ -200,6 +200,7 @@ class Daemon:
     env: Mapping[str, str] | None = None
     start_bound: float = 60.0  # s from start to its announcement
     more_logs: tuple[Path, ...] = ()  # logs it writes itself, tailed with `log` on failure
+    check_every: float = 0.05  # s between readiness checks (longer for one that runs a process)
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     starts: int = 0
 
@@ -239,7 +240,8 @@ class Daemon:
             return value
 
         return wait_for(said, f"{self.name} to say it is ready ({ready.what})",
-                        timeout=self.start_bound if timeout is None else timeout, every=0.05,
+                        timeout=self.start_bound if timeout is None else timeout,
+                        every=self.check_every,
                         detail=self.log_tail)
 
     def _fail_if_exited(self) -> None:

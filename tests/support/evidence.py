@@ -1,12 +1,14 @@
 """What one end-to-end run saw (its verdict, its counts, the runtime's words) and the matrix row
-it records: the suites' one record of a run, kept as JSON beside the matrix for the report."""
+it records: the suites' one record of a run, kept as JSON beside the matrix for the report.
+`Evidence` is a run the CRI client drove, `KubeletEvidence` one a kubelet drove (standalone, or
+registered to a cluster's API server: the suite says which)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tests.support import matrix
 
@@ -36,9 +38,62 @@ class Evidence:
 
     def save(self, kept: str = "reported") -> Path:
         """Kept beside the matrix, under `kept`, for the report's quotes."""
-        where = matrix.path().parent / kept
-        where.mkdir(parents=True, exist_ok=True)
         guard = "guard" if self.guard else "control"
-        path = where / f"{self.scenario}-{self.runtime}-{self.delegate}-{guard}.json"
-        path.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
-        return path
+        return keep(kept, f"{self.scenario}-{self.runtime}-{self.delegate}-{guard}", asdict(self))
+
+
+QUOTE = 700  # characters of a quoted log line
+
+
+def quote(lines: list[str], most: int = 2) -> list[str]:
+    """The first `most` lines, each cut to QUOTE characters: what a report quotes."""
+    return [line[:QUOTE] for line in lines[:most]]
+
+
+def keep(kept: str, name: str, data: dict[str, Any]) -> Path:
+    """A run's evidence kept beside the matrix, under `kept`, as <name>.json."""
+    where = matrix.path().parent / kept
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / f"{name}.json"
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+@dataclass
+class KubeletEvidence:
+    """One run of a scenario on a node a kubelet drives: its verdict and the facts the tests
+    check and the report quotes. A suite sets `chain` (the matrix's name of its chain), `driver`
+    (the matrix's) and `kept` (where its runs are kept)."""
+
+    scenario: str
+    runtime: str
+    version: str
+    guard: bool
+    outcome: str = ""
+    seconds: float = 0.0
+    dels: int = 0  # DELs the delegate saw for the subject sandboxes
+    gc_failures: int = 0  # the kubelet GC's failed attempts on them
+    kubelet: list[str] = field(default_factory=list)  # its own lines, quoted
+    containerd: list[str] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    chain: ClassVar[str]
+    driver: ClassVar[str] = "kubelet"
+    kept: ClassVar[str] = "kubelet"
+
+    def record(self, scenario: str, guard: bool | None = None, outcome: str | None = None,
+               seconds: float | None = None) -> None:
+        """A matrix row of `scenario`: this run's guard, outcome and seconds unless given."""
+        row = matrix.Row(runtime="containerd", version=self.version, chain=self.chain,
+                         scenario=scenario, guard=self.guard if guard is None else guard,
+                         outcome=self.outcome if outcome is None else outcome,
+                         seconds=self.seconds if seconds is None else seconds,
+                         driver=self.driver)
+        matrix.record(row)
+        self.rows.append(asdict(row))
+
+    def save(self) -> Path:
+        """Kept beside the matrix, for the report's quotes."""
+        guard = "guard" if self.guard else "control"
+        return keep(self.kept, f"{self.scenario}-{self.runtime}-{guard}", asdict(self))

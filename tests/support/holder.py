@@ -1,8 +1,9 @@
 """The process that holds a test node's namespaces: made by `unshare` (a private mount namespace,
 and a network namespace when asked), it bind-mounts the node's own dirs over the host's paths
 inside (its /run, /var/lib/cni, ...; a path the host lacks made in an overlay only the node
-sees), says "ready", and holds everything until its stdin closes.
+sees), says "ready", and holds everything until its stdin closes (nsrun.py does the work).
 Whatever the node runs enters its namespaces with nsenter (`enter`); the mounts go with it.
+`once` is the same namespace for one command, gone when it exits.
 """
 
 from __future__ import annotations
@@ -13,48 +14,21 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-# Run by the holder inside its new namespaces: lo up (with a network namespace), a mount point the
-# host lacks made in an overlay of its nearest existing parent that only this namespace sees (the
-# host's dirs are never written), then every bind; "ready"; then it waits for stdin to close.
-SCRIPT = r"""
-import os, subprocess, sys
-def run(*argv):
-    subprocess.run(argv, check=True, capture_output=True)
-net, overlays, pairs = sys.argv[1], sys.argv[2], list(zip(sys.argv[3::2], sys.argv[4::2]))
-if net == "net":
-    run("ip", "link", "set", "lo", "up")
-missing = [dst for _, dst in pairs if not os.path.exists(dst)]
-if missing and overlays == "-":
-    sys.exit("no mount point for " + ", ".join(missing))
-parents = set()
-for dst in missing:
-    parent = os.path.dirname(dst)
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    parents.add(parent)
-done = []
-for i, parent in enumerate(sorted(parents, key=len)):
-    if parent == "/":
-        sys.exit("no parent to overlay below /")
-    if any(parent == d or parent.startswith(d + "/") for d in done):
-        continue  # inside an overlay made already: writable
-    up, work = f"{overlays}/{i}/up", f"{overlays}/{i}/work"
-    os.makedirs(up), os.makedirs(work)
-    run("mount", "-t", "overlay", "overlay", "-o",
-        f"lowerdir={parent},upperdir={up},workdir={work}", parent)
-    done.append(parent)
-for src, dst in pairs:
-    if dst in missing:
-        if os.path.isdir(src):
-            os.makedirs(dst)
-        else:
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
-            open(dst, "x").close()
-for src, dst in pairs:
-    run("mount", "--bind", src, dst)
-print("ready", flush=True)
-sys.stdin.read()
-"""
+NSRUN = Path(__file__).resolve().parent / "nsrun.py"
+
+
+def _unshare(binds: Sequence[tuple[Path, str]], net: bool, overlays: Path | None) -> list[str]:
+    """unshare + nsrun.py with these binds (an argv to which `--` and a command may be added)."""
+    return ["unshare", "--mount", *(["--net"] if net else []), "--propagation", "private", "--",
+            sys.executable, "-I", str(NSRUN), *(["--net"] if net else []),
+            *(["--overlays", str(overlays)] if overlays is not None else []),
+            *(f"{src}:{dst}" for src, dst in binds)]
+
+
+def once(binds: Sequence[tuple[Path, str]], argv: Sequence[str]) -> list[str]:
+    """The argv that runs `argv` once in a private mount namespace of its own with `binds`
+    mounted (nsrun.py execs it: its output and exit status are the command's)."""
+    return [*_unshare(binds, net=False, overlays=None), "--", *argv]
 
 
 def start(binds: Sequence[tuple[Path, str]], net: bool = False,
@@ -62,12 +36,9 @@ def start(binds: Sequence[tuple[Path, str]], net: bool = False,
     """A holder with `binds` (the node's dir or file, the path it takes inside) mounted; ready
     when it says so, after its last mount. A mount point the host lacks is made in an overlay
     under `overlays` (a fresh dir each start); without it, a missing one fails the start."""
-    args = [a for src, dst in binds for a in (str(src), dst)]
     holder = subprocess.Popen(
-        ["unshare", "--mount", *(["--net"] if net else []), "--propagation", "private", "--",
-         sys.executable, "-I", "-c", SCRIPT, "net" if net else "-",
-         str(overlays) if overlays is not None else "-", *args],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _unshare(binds, net, overlays), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stderr is not None
     line = holder.stdout.readline()
     if line.strip() != "ready":

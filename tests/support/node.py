@@ -90,11 +90,18 @@ class Node:
                                     overlays=self.tmp / "overlays" / str(self.holder_starts))
 
     @property
-    def enter(self) -> tuple[str, ...]:
-        """The argv prefix that runs a command inside the node (nsenter execs it in place: the
-        pid is the command's); valid until power_off."""
+    def enter_all(self) -> tuple[str, ...]:
+        """The argv prefix that runs a command in every namespace of the node (its mounts, and
+        its network with `net`; nsenter execs it in place: the pid is the command's); valid
+        until power_off."""
         assert self.holder is not None
         return holders.enter(self.holder, net=self.net)
+
+    @property
+    def enter(self) -> tuple[str, ...]:
+        """The argv prefix that runs a command inside the node: enter_all, unless a suite
+        narrows it."""
+        return self.enter_all
 
     def mount_ns(self) -> str:
         assert self.holder is not None

@@ -12,6 +12,7 @@ import pytest
 
 from cni_delguard.cni import errors
 from cni_delguard.invoke import delegate
+from tests.support.waiting import wait_for, wait_gone
 
 
 def _plugin(bin_dir, name, body):
@@ -76,8 +77,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     out = delegate.run(str(path), "ADD", b"{}", {}, 1.0)
     assert out.timed_out
     assert time.monotonic() - start < 10
-    if not _gone_within(int(pidfile.read_text()), 5):
-        pytest.fail("the delegate's child outlived the timeout")
+    wait_gone([int(pidfile.read_text())], "the delegate's child to exit after the timeout", 5)
     err = delegate.error_from(out, "p", "ADD")
     assert err.code == errors.TRY_AGAIN_LATER
 
@@ -142,26 +142,11 @@ def test_the_delegate_and_its_children_die_with_the_guard(tmp_path, depth):
             ),
         ]
     )
-    deadline = time.monotonic() + 10
-    while not pidfile.exists() or not pidfile.read_text():
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_for(lambda: pidfile.exists() and pidfile.read_text(), f"the {depth}'s pid", 10,
+             every=0.02)
     guard.send_signal(signal.SIGKILL)
     guard.wait()
-    if not _gone_within(int(pidfile.read_text()), 5):
-        pytest.fail(f"the {depth} outlived the SIGKILLed guard")
-
-
-def _gone_within(pid: int, seconds: float) -> bool:
-    """Whether `pid` no longer exists within `seconds` (init reaps an orphan quickly)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.02)
-    return False
+    wait_gone([int(pidfile.read_text())], f"the {depth} to exit after the SIGKILLed guard", 5)
 
 
 def _live_children() -> list[int]:

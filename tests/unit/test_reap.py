@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
 from cni_delguard.invoke import reap
+from tests.support.waiting import WaitTimeoutError, wait_for
 
 SPAWN = """
 import os, subprocess, sys, time
@@ -31,12 +31,12 @@ def _session(env_sets):
 
 
 def _gone(pid, within=5.0):
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not reap._alive(pid):
-            return True
-        time.sleep(0.02)
-    return False
+    """Whether `pid` is gone (as reap sees it) within `within` seconds."""
+    try:
+        wait_for(lambda: not reap._alive(pid), f"{pid} to be gone", within, every=0.02)
+    except WaitTimeoutError:
+        return False
+    return True
 
 
 def _cleanup(proc, kids):
