@@ -71,9 +71,11 @@ def test_reboot(runs: dict[str, Future[Evidence]], spec: Run) -> None:
     assert ev.facts["all_ready"] is not None and ev.facts["ready_pods"] == 11, ev.facts
 
 
-@pytest.fixture(scope="module")
-def chart(runs: dict[str, Future[Evidence]]) -> Evidence:
-    (spec,) = runs_of("chart")
+@pytest.fixture(scope="module", params=runs_of("chart"), ids=lambda s: s.kubernetes)
+def chart(request: pytest.FixtureRequest, runs: dict[str, Future[Evidence]]) -> Evidence:
+    """The chart's run, once on each Kubernetes release that runs it: every chart test checks
+    each."""
+    spec: Run = request.param
     return evidence(runs, spec)
 
 

@@ -21,6 +21,7 @@ class Evidence:
     delegate: str  # the matrix's delegate name
     guard: bool
     driver: str = "cri"  # who drove the runtime: the CRI client, or "kubelet"
+    kubernetes: str | None = None  # the kubelet's release, where a kubelet drove it
     outcome: str = ""  # one of matrix.py's outcomes
     seconds: float = 0.0  # from the disruption until the pod (every pod) runs again
     multus_dels: int = 0  # DELs that reached multus's daemon
@@ -32,7 +33,8 @@ class Evidence:
     def record(self, kind: str) -> None:
         """Its row in the matrix (`kind`: the runtime's name, containerd or cri-o)."""
         matrix.record(matrix.Row(kind, self.version, self.delegate, self.scenario, self.guard,
-                                 self.outcome, self.seconds, driver=self.driver))
+                                 self.outcome, self.seconds, driver=self.driver,
+                                 kubernetes=self.kubernetes))
 
     def save(self, kept: str = "reported") -> Path:
         """Kept beside the matrix, under `kept`, for the report's quotes."""
