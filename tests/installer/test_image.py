@@ -210,8 +210,11 @@ def test_two_containers_installing_at_once_leave_one_complete_bundle(image, node
 
 
 def _copy_out(image: str, path: str, dest: Path) -> Path:
-    """`path` of `image`'s filesystem copied to `dest` (a container created, never started)."""
-    ctr = podman("create", image).stdout.strip()
+    """`path` of `image`'s filesystem copied to `dest` (a container created, never started: the
+    command given is only there because the imported base image has none)."""
+    created = podman("create", image, "never-run")
+    assert created.returncode == 0, created.stderr
+    ctr = created.stdout.strip()
     try:
         out = podman("cp", f"{ctr}:{path}", str(dest))
     finally:
