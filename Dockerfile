@@ -32,11 +32,6 @@ COPY pyproject.toml ./
 COPY packaging/requirements.txt packaging/
 COPY tools/build.sh tools/
 RUN python3 -m venv /venv && PYTHON=/venv/bin/python tools/build.sh --pins-only
-# The SBOM generator, CycloneDX's cyclonedx-bom, by sha256, in a venv of its own (not the pins').
-COPY packaging/sbom-requirements.txt packaging/
-RUN python3 -m venv /sbom \
-    && /sbom/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps \
-       -r packaging/sbom-requirements.txt
 COPY packaging packaging/
 COPY LICENSE ./
 COPY cni_delguard cni_delguard/
@@ -52,14 +47,20 @@ RUN installer/smoke-test.sh /src/dist/cni-delguard/cni-delguard
 # The final image's filesystem: the bundle, run there with nothing else to prove it needs nothing.
 COPY installer/stage-rootfs.sh installer/
 RUN installer/stage-rootfs.sh /src/dist/cni-delguard /rootfs
-# The SBOM (CycloneDX JSON, issue 38): every Python distribution the bundle was frozen from (the
-# pins' venv, with the project as the main component), reproducible (SOURCE_DATE_EPOCH, no
-# random serial). The Debian parts copied into the bundle (the loader, glibc, libpython) are not
-# in it: their versions are APT_PINS and the bundle's delguard-build.json.
+# The SBOM (CycloneDX JSON), by the release's own code (tools/release/sbom.py, as
+# tools/release.sh writes it): every Debian package this stage's dpkg status has installed (the
+# bundle carries its loader, glibc and libpython, and its binutils and gcc made it) and every
+# Python distribution frozen into the bundle; deterministic (SOURCE_DATE_EPOCH, a serial derived
+# from the contents). Standard library only: this stage's python3 runs it.
+COPY tools/release tools/release/
+ARG REVISION=unknown
+ARG SOURCE_URL=
 RUN mkdir -p /rootfs/usr/share/doc/cni-delguard \
-    && SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH} /sbom/bin/cyclonedx-py environment \
-       --pyproject pyproject.toml --output-reproducible --of JSON \
-       -o /rootfs/usr/share/doc/cni-delguard/sbom.cdx.json /venv/bin/python
+    && python3 -m tools.release sbom --arch "$(dpkg --print-architecture)" \
+       --version "$(sed -n 's/^version = "\(.*\)"$/\1/p' pyproject.toml | head -n 1)" \
+       --revision "${REVISION}" --source "${SOURCE_URL}" --epoch "${SOURCE_DATE_EPOCH}" \
+       --status /var/lib/dpkg/status --bundle /src/dist/cni-delguard \
+       /rootfs/usr/share/doc/cni-delguard/sbom.cdx.json
 
 FROM ${RUNTIME}
 COPY --from=build /rootfs/ /

@@ -1,8 +1,9 @@
 """The matrix: what each runtime did in each end-to-end scenario, without and with the guard.
 
-One row per (runtime, version, chain, driver, scenario, guard): its outcome, the seconds it took
-and, with the guard, how many DELs the guard answered without calling its delegate (`kept`, from
-its decision log). A chain is what sat behind the guard in the run (chains.py). The e2e suites
+One row per (runtime, version, chain, driver, scenario, guard, kubernetes): its outcome, the
+seconds it took, the Kubernetes release of a row a kubelet drove (None for CRI calls) and, with
+the guard, how many DELs the guard answered without calling its delegate (`kept`, from its
+decision log). A chain is what sat behind the guard in the run (chains.py). The e2e suites
 write a run's rows into .cache/e2e/matrix.json (tests/support/matrix.py);
 `tools/render.py --record` copies a run's file here as the file of record (matrix.json
 beside this module), from which README.md and docs/compatibility.md render and the verdicts
@@ -107,6 +108,10 @@ class Row:
     # With the guard: the DELs it answered without calling the delegate (its log's `skip`s);
     # None without the guard, or when the run did not count them.
     kept: int | None = None
+    # The Kubernetes release whose kubelet (and control plane) drove the run, "v1.37.2": set by
+    # the kubelet and cluster drivers, which run on several minors; None for CRI calls, and in
+    # the rows of files written before the suites ran more than one (they ran v1.35.4).
+    kubernetes: str | None = None
 
     def __post_init__(self) -> None:
         for name, allowed in (("runtime", RUNTIMES), ("chain", CHAINS),
@@ -121,15 +126,20 @@ class Row:
         if self.kept is not None and (isinstance(self.kept, bool) or not isinstance(
                 self.kept, int) or self.kept < 0 or not self.guard):
             raise MatrixError(f"matrix: bad kept count in {self}")
+        if self.kubernetes is not None and (not isinstance(self.kubernetes, str) or not
+                                            self.kubernetes or self.driver == "cri"):
+            raise MatrixError(f"matrix: bad Kubernetes release in {self}")
 
     @property
-    def key(self) -> tuple[str, str, str, str, str, bool]:
-        return (self.runtime, self.version, self.chain, self.driver, self.scenario, self.guard)
+    def key(self) -> tuple[str, str, str, str, str, bool, str]:
+        return (self.runtime, self.version, self.chain, self.driver, self.scenario, self.guard,
+                self.kubernetes or "")
 
     def as_dict(self) -> dict[str, Any]:
         row = asdict(self)
-        if row["kept"] is None:
-            del row["kept"]  # rows of runs that did not count them stay as they were
+        for name in ("kept", "kubernetes"):
+            if row[name] is None:
+                del row[name]  # rows of runs that did not say stay as they were
         return row
 
 

@@ -184,13 +184,16 @@ def _cell(without: matrix.Row | None, with_guard: matrix.Row | None) -> str:
 
 
 def _table(rows: list[matrix.Row]) -> list[str]:
-    cols = sorted({(r.runtime, r.version) for r in rows},
-                  key=lambda c: (matrix.RUNTIMES.index(c[0]), ranges.sort_key(c[1]), c[1]))
-    by = {(r.runtime, r.version, r.scenario, r.guard): r for r in rows}
-    head = ["scenario", *(f"{RUNTIME_NAMES[rt]} {v}" for rt, v in cols)]
+    """A column per runtime version, and per Kubernetes release where a kubelet drove it."""
+    cols = sorted({(r.runtime, r.version, r.kubernetes or "") for r in rows},
+                  key=lambda c: (matrix.RUNTIMES.index(c[0]), ranges.sort_key(c[1]), c[1],
+                                 ranges.sort_key(c[2]), c[2]))
+    by = {(r.runtime, r.version, r.kubernetes or "", r.scenario, r.guard): r for r in rows}
+    head = ["scenario", *(f"{RUNTIME_NAMES[rt]} {v}{', Kubernetes ' + k if k else ''}"
+                          for rt, v, k in cols)]
     return _rows(head, [
-        [scenario, *(_cell(by.get((rt, v, scenario, False)), by.get((rt, v, scenario, True)))
-                     for rt, v in cols)]
+        [scenario, *(_cell(by.get((*col, scenario, False)), by.get((*col, scenario, True)))
+                     for col in cols)]
         for scenario in matrix.SCENARIOS if any(r.scenario == scenario for r in rows)])
 
 

@@ -68,10 +68,17 @@ class Pair:
     without: str | None
     with_guard: str | None
     kept: int | None  # DELs the guard answered without the delegate (None: not counted)
+    kubernetes: str | None = None  # the kubelet's release, where a kubelet drove it
 
     @property
     def effect(self) -> str:
         return effect(self.without, self.with_guard)
+
+    @property
+    def where(self) -> str:
+        """`1.6.20`, `2.1.6 kubelet`, `2.1.6 kubelet v1.37.2`: what ran it."""
+        driver = "" if self.driver == "cri" else f" {self.driver}"
+        return f"{self.version}{driver}{' ' + self.kubernetes if self.kubernetes else ''}"
 
 
 @dataclass(frozen=True)
@@ -135,20 +142,21 @@ class Verdict:
 def verdict(rows: Iterable[matrix.Row], where: ranges.Range, chain: str) -> Verdict:
     """The verdict of `chain` in `where` from the matrix's rows (either driver)."""
     mine = [r for r in rows if r.chain == chain and where.holds(r.runtime, r.version)]
-    by_case: dict[tuple[str, str, str], dict[bool, matrix.Row]] = {}
+    by_case: dict[tuple[str, str, str, str], dict[bool, matrix.Row]] = {}
     for r in mine:
-        by_case.setdefault((r.scenario, r.version, r.driver), {})[r.guard] = r
+        by_case.setdefault((r.scenario, r.version, r.driver, r.kubernetes or ""), {})[r.guard] = r
     scenarios = []
     for name in matrix.SCENARIOS:
         cases = sorted((k for k in by_case if k[0] == name),
-                       key=lambda k: (ranges.sort_key(k[1]), k[1], matrix.DRIVERS.index(k[2])))
+                       key=lambda k: (ranges.sort_key(k[1]), k[1], matrix.DRIVERS.index(k[2]),
+                                      ranges.sort_key(k[3]), k[3]))
         pairs = []
         for key in cases:
             runs = by_case[key]
             without, with_guard = runs.get(False), runs.get(True)
             pairs.append(Pair(key[1], key[2], without.outcome if without else None,
                               with_guard.outcome if with_guard else None,
-                              with_guard.kept if with_guard else None))
+                              with_guard.kept if with_guard else None, key[3] or None))
         if pairs:
             scenarios.append(Scenario(name, tuple(pairs)))
     versions = tuple(sorted({r.version for r in mine}, key=lambda v: (ranges.sort_key(v), v)))
@@ -161,8 +169,7 @@ def pair_text(pair: Pair) -> str:
 
 def disagreement(scenario: Scenario) -> str:
     """`reboot (1.6.20: stuck → removed; v1.7.22: removed → removed)`."""
-    parts = [f"{p.version}{'' if p.driver == 'cri' else ' ' + p.driver}: {pair_text(p)}"
-             for p in scenario.pairs]
+    parts = [f"{p.where}: {pair_text(p)}" for p in scenario.pairs]
     return f"{scenario.name} ({'; '.join(parts)})"
 
 

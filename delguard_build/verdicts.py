@@ -57,7 +57,9 @@ def entry(v: verdict.Verdict) -> dict[str, Any]:
         "said": said(v),
         "scenarios": [{"scenario": s.name, "effect": s.effect, "runs": [
             {"version": p.version, "driver": p.driver, "without": p.without,
-             "with": p.with_guard, "kept": p.kept} for p in s.pairs]} for s in v.scenarios],
+             "with": p.with_guard, "kept": p.kept,
+             **({"kubernetes": p.kubernetes} if p.kubernetes else {})}
+            for p in s.pairs]} for s in v.scenarios],
     }
 
 

@@ -13,8 +13,9 @@
 #      intercepted by a local CA; the Dockerfile itself stays standard and never sees either).
 #   4. the manifest list $IMAGE: one name for every arch, what the DaemonSet names (pushed with
 #      `buildah manifest push --all $IMAGE docker://<registry>/cni-delguard:<tag>`).
-#   5. the SBOM of each arch's image (CycloneDX JSON, written by the build stage with CycloneDX's
-#      cyclonedx-bom: the Dockerfile) copied out to $SBOM_DIR/cni-delguard-<version>-<arch>.cdx.json.
+#   5. the SBOM of each arch's image (CycloneDX JSON: the base's Debian packages and the bundle's
+#      Python ones, written in the build stage by tools/release/sbom.py, the release's own code)
+#      copied out to $SBOM_DIR/cni-delguard-<version>-<arch>.cdx.json.
 # The base goes in by its image ID (content-addressed: a tag could be moved) and with its own
 # Debian package versions as the Dockerfile's APT_PINS (the build's apt-get changes nothing).
 #
@@ -33,6 +34,8 @@ image=${IMAGE:-localhost/cni-delguard:$version}
 base=${BASE_IMAGE:-localhost/cni-delguard-base:bookworm}
 ca=${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 sbom_dir=${SBOM_DIR:-$repo/dist/sbom}
+# The SBOM's source: the project's home as packaging/project.env publishes it (empty as shipped).
+source_url=$(sed -n 's/^CNI_DELGUARD_REPOSITORY=//p' packaging/project.env)
 # The Dockerfile's APT_PINS packages, at the versions the base holds (tools/build.sh's root).
 apt_packages=(python3 python3.11 python3.11-venv libpython3.11 binutils gcc libc6-dev)
 arches=("$@")
@@ -64,6 +67,7 @@ build() { # ARCH CONTEXT LOG-DIR
         --volume "$ca:/etc/pip-build-ca.crt:ro" --volume "$3/pip.conf:/etc/pip.conf:ro" \
         --build-arg "BASE=$id" --build-arg "APT_PINS=$pins" \
         --build-arg "SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)" \
+        --build-arg "REVISION=$(git rev-parse HEAD)" --build-arg "SOURCE_URL=$source_url" \
         --tag "$image-$1" --file "$2/Dockerfile" "$2" \
         >"$3/$1.log" 2>&1 || { tail -n 40 "$3/$1.log" >&2; exit 1; }
     size=$(podman image inspect --format '{{.Size}}' "$image-$1")

@@ -21,10 +21,11 @@ from pathlib import Path
 
 from tests.e2e_cluster.node import Node
 from tests.e2e_cluster.pki import Pki
+from tests.e2e_kubelet.kubelet import VERSION, VERSIONS
 from tests.support import peers
 from tests.support.daemon import Answer, Daemon
 
-K8S_VERSION = "v1.35.4"  # the control-plane row, the kubelet's release
+K8S_VERSION = VERSION  # the control-plane row every scenario runs: a kubelet row's release
 ETCD_VERSION = "v3.6.16"
 API_PORT = 6443
 SERVICE_RANGE = "10.96.0.0/16"
@@ -43,8 +44,9 @@ except OSError as e:
 """
 
 
-def control_plane() -> peers.Peer:
-    return peers.find("control-plane", K8S_VERSION)
+def control_plane(version: str = K8S_VERSION) -> peers.Peer:
+    """The control-plane row of a kubelet row's release (one for each of kubelet.VERSIONS)."""
+    return peers.find("control-plane", version)
 
 
 def etcd() -> peers.Peer:
@@ -52,15 +54,15 @@ def etcd() -> peers.Peer:
 
 
 def missing() -> str | None:
-    for peer in (control_plane(), etcd()):
+    for peer in (*(control_plane(v) for v in VERSIONS), etcd()):
         if not peer.built():
             return (f"{peer.name} {peer.version} is not built: run tools/install-peers.sh "
                     f"{peer.name}")
     return None
 
 
-def kubectl_bin() -> Path:
-    return control_plane().bin("kubectl")
+def kubectl_bin(version: str = K8S_VERSION) -> Path:
+    return control_plane(version).bin("kubectl")
 
 
 @dataclass
@@ -69,6 +71,7 @@ class ControlPlane:
     pki: Pki
     daemons: dict[str, Daemon] = field(default_factory=dict)  # while they run
     starts: int = 0
+    version: str = K8S_VERSION  # its control-plane row
 
     @property
     def home(self) -> Path:
@@ -100,7 +103,7 @@ class ControlPlane:
 
     def apiserver_argv(self) -> list[str]:
         p = self.pki
-        return [str(control_plane().bin("kube-apiserver")),
+        return [str(control_plane(self.version).bin("kube-apiserver")),
                 f"--advertise-address={self.node.ip}", "--bind-address=0.0.0.0",
                 f"--secure-port={API_PORT}", "--etcd-servers=http://127.0.0.1:2379",
                 f"--client-ca-file={p.ca}", f"--tls-cert-file={p.crt('apiserver')}",
@@ -117,7 +120,7 @@ class ControlPlane:
 
     def controller_manager_argv(self) -> list[str]:
         kubeconfig = self.kubeconfig("controller-manager")
-        return [str(control_plane().bin("kube-controller-manager")),
+        return [str(control_plane(self.version).bin("kube-controller-manager")),
                 f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
                 f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
                 "--leader-elect=false", "--use-service-account-credentials=true",
@@ -126,7 +129,8 @@ class ControlPlane:
 
     def scheduler_argv(self) -> list[str]:
         kubeconfig = self.kubeconfig("scheduler")
-        return [str(control_plane().bin("kube-scheduler")), f"--kubeconfig={kubeconfig}",
+        return [str(control_plane(self.version).bin("kube-scheduler")),
+                f"--kubeconfig={kubeconfig}",
                 f"--authentication-kubeconfig={kubeconfig}",
                 f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
                 "--leader-elect=false", "--profiling=false"]
@@ -160,7 +164,7 @@ class ControlPlane:
         self.starts += 1
 
     def api_ready(self) -> bool:
-        out = subprocess.run([*self.node.netns(), str(kubectl_bin()),
+        out = subprocess.run([*self.node.netns(), str(kubectl_bin(self.version)),
                               f"--kubeconfig={self.kubeconfig('admin')}", "get", "--raw",
                               "/readyz"], capture_output=True, text=True, timeout=60,
                              check=False)

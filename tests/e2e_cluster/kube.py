@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e_cluster.controlplane import kubectl_bin
+from tests.e2e_cluster.controlplane import K8S_VERSION, kubectl_bin
 from tests.e2e_cluster.node import Node
 from tests.support import peers
 from tests.support.helm import Helm
@@ -26,10 +26,11 @@ HELM_VERSION = "v3.22.0"  # the helm row users of a 1.35 cluster most often have
 class Kube:
     node: Node
     kubeconfig: Path
+    version: str = K8S_VERSION  # kubectl of the API server's own release
 
     def run(self, *args: str, stdin: str | None = None, timeout: float = 120,
             check: bool = True) -> subprocess.CompletedProcess[str]:
-        out = subprocess.run([*self.node.netns(), str(kubectl_bin()),
+        out = subprocess.run([*self.node.netns(), str(kubectl_bin(self.version)),
                               f"--kubeconfig={self.kubeconfig}", *args], input=stdin,
                              capture_output=True, text=True, timeout=timeout, check=False)
         if check and out.returncode != 0:

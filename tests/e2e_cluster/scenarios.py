@@ -31,7 +31,7 @@ from tests.e2e_cluster.site import (
     skip_or_fail,
 )
 from tests.e2e_cri.runtimes import Runtime
-from tests.e2e_kubelet.kubelet import GC_PERIOD
+from tests.e2e_kubelet.kubelet import GC_PERIOD, NEWEST, VERSION
 from tests.e2e_kubelet.runtimes import RUNTIMES
 from tests.support.evidence import QUOTE, KubeletEvidence, quote
 from tests.support.waiting import wait_for
@@ -49,6 +49,7 @@ class Evidence(KubeletEvidence):
     chain = DELEGATE
     driver = "cluster"
     kept = "cluster"
+    release = VERSION
 
 
 # --- the guard, as users install it ------------------------------------------------------------
@@ -475,10 +476,12 @@ class Run:
     minutes: int
     hang: bool = False  # every ADD hangs until the scenario heals the delegate
     healthy: bool = False  # Debian's bridge alone in the conflist, no stateful fake
+    kubernetes: str = VERSION  # the release of its control plane and kubelet
 
     @property
     def id(self) -> str:
-        return f"{self.runtime.key}-{'with' if self.guard else 'without'}-guard"
+        minor = "" if self.kubernetes == VERSION else f"-kubernetes-{self.kubernetes}"
+        return f"{self.runtime.key}-{'with' if self.guard else 'without'}-guard{minor}"
 
 
 def _runs() -> list[Run]:
@@ -493,6 +496,13 @@ def _runs() -> list[Run]:
     for runtime in RUNTIMES:
         for g in (False, True):
             table.append(Run("reboot", runtime, g, reboot, 6 if g else 8, hang=True))
+    # The newest minor: the chart's install, upgrade and rollback against its API server (what
+    # a user of that release runs), and the two deadlocks on the runtime whose kubelet support
+    # it keeps (2.1; the kubelet suite runs 1.6 under it too): five clusters, not eleven.
+    table += [Run("chart", new, True, chart_life, 20, kubernetes=NEWEST),
+              *(Run(s, new, g, f, m, hang=s == "reboot", kubernetes=NEWEST)
+                for s, f, m in (("double-del", double_del, 5), ("reboot", reboot, 6))
+                for g in (False, True))]
     return table
 
 
@@ -503,10 +513,12 @@ def run(spec: Run, shared: Shared) -> Evidence:
     why = spec.runtime.missing()
     if why is not None:
         skip_or_fail(f"{spec.runtime.key}: {why}")
-    ev = Evidence(spec.scenario, spec.runtime.key, spec.runtime.version(), spec.guard)
+    ev = Evidence(spec.scenario, spec.runtime.key, spec.runtime.version(), spec.guard,
+                  kubernetes=spec.kubernetes)
     began = time.monotonic()
     try:
-        with cluster(spec.runtime, shared, hang=spec.hang, healthy=spec.healthy) as here:
+        with cluster(spec.runtime, shared, hang=spec.hang, healthy=spec.healthy,
+                     kubernetes=spec.kubernetes) as here:
             ev.facts["cluster_up"] = elapsed(began)
             spec.run(here, ev)
     finally:

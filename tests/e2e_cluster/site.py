@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from tests.e2e_cluster import controlplane, publish, workloads
-from tests.e2e_cluster.controlplane import ControlPlane
+from tests.e2e_cluster.controlplane import K8S_VERSION, ControlPlane
 from tests.e2e_cluster.kube import ClusterHelm, Kube
 from tests.e2e_cluster.kubelet import Kubelet
 from tests.e2e_cluster.node import Node
@@ -184,16 +184,17 @@ class Cluster:
 
 @contextlib.contextmanager
 def cluster(runtime: Runtime, shared: Shared, hang: bool = False,
-            healthy: bool = False) -> Iterator[Cluster]:
+            healthy: bool = False, kubernetes: str = K8S_VERSION) -> Iterator[Cluster]:
     """A one-node cluster with the chain in the conflist and the node Ready; with `hang`, every
     ADD of the delegate hangs while hang_file() exists; `healthy`: Debian's bridge alone, no
-    stateful fake (a node whose plugins have no fault). Everything torn down afterwards, also
-    on failure."""
+    stateful fake (a node whose plugins have no fault); `kubernetes`: the release of its control
+    plane, kubelet and kubectl. Everything torn down afterwards, also on failure."""
     node = Node.create_for(runtime)
     pki = Pki.make(node.tmp / "pki", node.name, node.ip)
-    plane = ControlPlane(node, pki)
+    plane = ControlPlane(node, pki, version=kubernetes)
     plane.prepare()
-    kubelet = Kubelet(node, kubeconfig=plane.kubeconfig("kubelet"), client_ca=pki.ca)
+    kubelet = Kubelet(node, version=kubernetes, kubeconfig=plane.kubeconfig("kubelet"),
+                      client_ca=pki.ca)
     client: cri.CriClient | None = None
     here: Cluster | None = None
     try:
@@ -210,7 +211,7 @@ def cluster(runtime: Runtime, shared: Shared, hang: bool = False,
                  "CRI to see the pause image")
         net = Network(node, guarded=False)
         here = Cluster(runtime, node, plane, kubelet, client, net, FakeDelegate(node), shared,
-                       Kube(node, plane.kubeconfig("admin")),
+                       Kube(node, plane.kubeconfig("admin"), kubernetes),
                        ClusterHelm(node, plane.kubeconfig("admin"), node.tmp / "helm"))
         knobs: dict[str, Any] = {}
         if hang:

@@ -24,7 +24,11 @@ from tests.e2e_kubelet.node import Node
 from tests.support import peers
 from tests.support.daemon import Answer, Daemon
 
-VERSION = "v1.35.4"  # the kubelet row of peers/pins.tsv
+# The kubelet rows of peers/pins.tsv, oldest first. Every scenario runs on VERSION; the newest
+# minor runs the subset scenarios.py names (docs/support.md says which minors were run).
+VERSIONS = ("v1.35.4", "v1.37.2")
+VERSION = VERSIONS[0]
+NEWEST = VERSIONS[-1]
 READ_ONLY_PORT = 10255  # the kubelet's usual one: inside the node's network namespace, so no clash
 GC_PERIOD = 60  # seconds: pkg/kubelet/kubelet.go ContainerGCPeriod, not configurable
 START_BOUND = 180  # seconds from exec to /pods answering, under the other helpers' load
@@ -44,14 +48,14 @@ except (urllib.error.URLError, OSError) as e:
 """
 
 
-def binary() -> Path:
-    return peers.find("kubelet", VERSION).bin("kubelet")
+def binary(version: str = VERSION) -> Path:
+    return peers.find("kubelet", version).bin("kubelet")
 
 
 def missing() -> str | None:
-    peer = peers.find("kubelet", VERSION)
-    if not peer.built():
-        return f"kubelet {VERSION} is not built: run tools/install-peers.sh kubelet"
+    for version in VERSIONS:
+        if not peers.find("kubelet", version).built():
+            return f"kubelet {version} is not built: run tools/install-peers.sh kubelet"
     return None
 
 
@@ -60,6 +64,7 @@ class Kubelet:
     node: Node
     daemon: Daemon | None = None  # while it runs
     starts: int = 0
+    version: str = VERSION  # the kubelet row it runs
 
     # --- paths -------------------------------------------------------------------------------
 
@@ -89,8 +94,9 @@ class Kubelet:
         return {
             "apiVersion": "kubelet.config.k8s.io/v1beta1",
             "kind": "KubeletConfiguration",
-            # This machine has cgroup v1; 1.35 refuses to start there unless told (KEP-5573:
-            # pkg/kubelet/apis/config/validation/validation_linux.go, default true since 1.35).
+            # This machine has cgroup v1; 1.35 and 1.37 refuse to start there unless told
+            # (KEP-5573: pkg/kubelet/apis/config/validation/validation_linux.go, default true
+            # since 1.35; v1.37.2's still has the field and its cgroup v1 manager).
             "failCgroupV1": False,
             # Swap may be on on a test machine; the kubelet's NoSwap default keeps pods off it.
             "failSwapOn": False,
@@ -125,7 +131,7 @@ class Kubelet:
         }
 
     def argv(self, config: Path) -> list[str]:
-        return [str(binary()), f"--config={config}", f"--root-dir={self.home}",
+        return [str(binary(self.version)), f"--config={config}", f"--root-dir={self.home}",
                 f"--cert-dir={self.home / 'pki'}", f"--hostname-override={self.node_name}",
                 f"--v={VERBOSITY}"]
 

@@ -31,7 +31,14 @@ import grpc
 
 from tests.e2e_cri import cri, pause_image
 from tests.e2e_cri.reported import RESTART_WINDOW, STOP_DEADLINE, Evidence
-from tests.e2e_kubelet.kubelet import GC_PERIOD, NAMESPACE, Kubelet, is_ready, plain_pod
+from tests.e2e_kubelet.kubelet import (
+    GC_PERIOD,
+    NAMESPACE,
+    VERSION,
+    Kubelet,
+    is_ready,
+    plain_pod,
+)
 from tests.e2e_kubelet.node import Node
 from tests.e2e_kubelet.runtimes import RUNTIMES, Runtime
 from tests.e2e_kubelet.site import READY_BOUND, Shared, elapsed, skip_or_fail
@@ -156,7 +163,7 @@ def run(spec: Run, shared: Shared) -> Evidence:
     if why is not None:
         skip_or_fail(f"{spec.runtime.key}: {why}")
     ev = Evidence(spec.scenario, spec.runtime.key, spec.runtime.version(), "", spec.guard,
-                  driver="kubelet")
+                  driver="kubelet", kubernetes=VERSION)
     try:
         with site(spec.runtime, spec.guard, shared) as here:
             ev.delegate = here.stack.delegate

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from tests.e2e_cri import cri, pause_image
 from tests.e2e_cri.scenario import FakeDelegate, Network, bridge_conf
 from tests.e2e_kubelet.installer_pod import ImageArchive
-from tests.e2e_kubelet.kubelet import NAMESPACE, Kubelet, is_ready, plain_pod
+from tests.e2e_kubelet.kubelet import NAMESPACE, VERSION, Kubelet, is_ready, plain_pod
 from tests.e2e_kubelet.node import Node
 from tests.e2e_kubelet.runtimes import Runtime
 from tests.support import skips
@@ -100,11 +100,13 @@ class Site:
 
 
 @contextlib.contextmanager
-def site(runtime: Runtime, guarded: bool, shared: Shared) -> Iterator[Site]:
+def site(runtime: Runtime, guarded: bool, shared: Shared,
+         kubernetes: str = VERSION) -> Iterator[Site]:
     """A node with the runtime running the pause image, the chain in its conflist (behind the
-    guard or not) and the kubelet up; everything torn down afterwards, also on failure."""
+    guard or not) and the kubelet of release `kubernetes` up; everything torn down afterwards,
+    also on failure."""
     node = Node.create_for(runtime)
-    kubelet = Kubelet(node)
+    kubelet = Kubelet(node, version=kubernetes)
     client: cri.CriClient | None = None
     try:
         node.install_debian_plugins()

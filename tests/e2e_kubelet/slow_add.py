@@ -27,7 +27,7 @@ from typing import Any
 
 from tests.e2e_cri import cri, pause_image
 from tests.e2e_cri.scenario import NETWORK, Network, bridge_conf, guard_log, guard_state
-from tests.e2e_kubelet.kubelet import Kubelet, is_ready, plain_pod
+from tests.e2e_kubelet.kubelet import VERSION, Kubelet, is_ready, plain_pod
 from tests.e2e_kubelet.node import Node
 from tests.e2e_kubelet.runtimes import RUNTIMES, Runtime
 from tests.e2e_kubelet.site import Shared, elapsed, skip_or_fail
@@ -76,7 +76,8 @@ class Evidence:
         for pod in self.pods:
             row = matrix.Row(runtime="containerd", version=self.version, chain=CHAIN,
                              scenario=scenario(pod.delay), guard=self.guard,
-                             outcome=pod.outcome, seconds=pod.seconds, driver="kubelet")
+                             outcome=pod.outcome, seconds=pod.seconds, driver="kubelet",
+                             kubernetes=VERSION)
             matrix.record(row)
             self.rows.append(asdict(row))
 

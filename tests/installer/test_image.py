@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 LIST = "localhost/cni-delguard:image-test"  # the manifest list; each arch's image is LIST-<arch>
 ARCHES = ("amd64", "arm64")
 IMAGE = f"{LIST}-{HOST_ARCH}"
+BASE = "localhost/cni-delguard-base:bookworm"  # tools/build-image.sh's BASE_IMAGE; BASE-<arch>
 ENTRY = "/usr/lib/cni-delguard/cni-delguard"
 MAX_SIZE_MIB = 64
 
@@ -206,33 +209,59 @@ def test_two_containers_installing_at_once_leave_one_complete_bundle(image, node
     assert bundle.check(str(node.bin), deep=True) is None
 
 
-def _pins() -> dict[str, str]:
-    """name -> version, from packaging/requirements.txt (the exact pins, by sha256)."""
-    pins = {}
-    for line in (REPO / "packaging" / "requirements.txt").read_text().splitlines():
-        if "==" in line and not line.startswith((" ", "#")):
-            name, version = line.split(" ")[0].split("==")
-            pins[name.lower().replace("_", "-")] = version
-    return pins
+def _copy_out(image: str, path: str, dest: Path) -> Path:
+    """`path` of `image`'s filesystem copied to `dest` (a container created, never started: the
+    command given is only there because the imported base image has none)."""
+    created = podman("create", image, "never-run")
+    assert created.returncode == 0, created.stderr
+    ctr = created.stdout.strip()
+    try:
+        out = podman("cp", f"{ctr}:{path}", str(dest))
+    finally:
+        podman("rm", "--force", ctr)
+    assert out.returncode == 0, out.stderr
+    return dest
 
 
-def test_the_image_build_writes_an_sbom_of_each_arch(images, sbom_dir):
-    """Issue 38, item 4: tools/build-image.sh writes a CycloneDX SBOM per arch (CycloneDX's own
-    cyclonedx-bom, run in the build stage) naming every pinned distribution at its pinned
-    version, and the image carries the same file. On 20ffe12 the build wrote none."""
+def _installed(status: Path) -> set[tuple[str, str]]:
+    """(package, version) of every package a dpkg status file has installed, as dpkg reads it."""
+    listed = subprocess.run(
+        ["dpkg-query", f"--admindir={status.parent}", "-W",
+         "-f", "${Package} ${Version} ${db:Status-Status}\n"],
+        capture_output=True, text=True, check=True, timeout=60).stdout.splitlines()
+    return {(line.split()[0], line.split()[1]) for line in listed if line.endswith(" installed")}
+
+
+def test_the_image_build_writes_one_sbom_of_the_base_and_the_bundle(images, sbom_dir, tmp_path):
+    """tools/build-image.sh writes a CycloneDX SBOM per arch by the release's own code
+    (tools/release/sbom.py) and the image carries the same file. It lists every Debian package
+    the base's dpkg status has installed (the build stage runs on the base, which holds the
+    bundle's loader, glibc and libpython), and every Python distribution frozen into the image's
+    bundle, at their versions, and nothing else."""
     version = REPO.joinpath("pyproject.toml").read_text().split('version = "', 1)[1].split('"')[0]
-    pins = _pins()
     for arch, image in images.items():
         path = sbom_dir / f"cni-delguard-{version}-{arch}.cdx.json"
         assert path.is_file(), sorted(os.listdir(sbom_dir))
         bom = json.loads(path.read_text())
         assert bom["bomFormat"] == "CycloneDX"
         assert bom["metadata"]["component"]["name"] == "cni-delguard"
-        found = {c["name"].lower().replace("_", "-"): c["version"] for c in bom["components"]}
-        assert {name: found.get(name) for name in pins} == pins
-        ctr = podman("create", image).stdout.strip()
-        try:
-            inside = podman("cp", f"{ctr}:/usr/share/doc/cni-delguard/sbom.cdx.json", "-")
-        finally:
-            podman("rm", "--force", ctr)
-        assert inside.returncode == 0, inside.stderr
+
+        def of(kind: str, bom: dict[str, Any] = bom) -> set[tuple[str, str]]:
+            return {(c["name"], c["version"]) for c in bom["components"]
+                    if c["purl"].startswith(f"pkg:{kind}/")}
+
+        debs, pypi = of("deb"), of("pypi")
+        assert len(debs) + len(pypi) == len(bom["components"])
+        assert {c["purl"].rsplit("arch=", 1)[1].split("&")[0] for c in bom["components"]
+                if c["purl"].startswith("pkg:deb/")} <= {arch, "all"}
+        here = tmp_path / arch
+        (here / "dpkg").mkdir(parents=True)
+        status = _copy_out(f"{BASE}-{arch}", "/var/lib/dpkg/status", here / "dpkg" / "status")
+        assert debs == _installed(status)
+        assert {"libc6", "libpython3.11", "python3.11"} <= {name for name, _ in debs}
+        frozen = _copy_out(image, "/usr/lib/cni-delguard", here / "bundle")
+        assert pypi == {(d.metadata["Name"], d.version) for d in
+                        metadata.distributions(path=[str(frozen / "_internal")])}
+        assert "pydantic" in {name for name, _ in pypi}
+        inside = _copy_out(image, "/usr/share/doc/cni-delguard/sbom.cdx.json", here / "in.json")
+        assert inside.read_bytes() == path.read_bytes()

@@ -23,6 +23,7 @@ class Evidence:
     delegate: str  # the matrix's delegate name
     guard: bool
     driver: str = "cri"  # who drove the runtime: the CRI client, or "kubelet"
+    kubernetes: str | None = None  # the kubelet's release, where a kubelet drove it
     outcome: str = ""  # one of matrix.py's outcomes
     seconds: float = 0.0  # from the disruption until the pod (every pod) runs again
     multus_dels: int = 0  # DELs that reached multus's daemon
@@ -34,7 +35,8 @@ class Evidence:
     def record(self, kind: str) -> None:
         """Its row in the matrix (`kind`: the runtime's name, containerd or cri-o)."""
         matrix.record(matrix.Row(kind, self.version, self.delegate, self.scenario, self.guard,
-                                 self.outcome, self.seconds, driver=self.driver))
+                                 self.outcome, self.seconds, driver=self.driver,
+                                 kubernetes=self.kubernetes))
 
     def save(self, kept: str = "reported") -> Path:
         """Kept beside the matrix, under `kept`, for the report's quotes."""
@@ -77,8 +79,10 @@ class KubeletEvidence:
     containerd: list[str] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
+    kubernetes: str = ""  # the kubelet's release; "" for the suite's own, `release`
 
     chain: ClassVar[str]
+    release: ClassVar[str]  # the Kubernetes release the suite's runs take unless told
     driver: ClassVar[str] = "kubelet"
     kept: ClassVar[str] = "kubelet"
 
@@ -89,11 +93,12 @@ class KubeletEvidence:
                          scenario=scenario, guard=self.guard if guard is None else guard,
                          outcome=self.outcome if outcome is None else outcome,
                          seconds=self.seconds if seconds is None else seconds,
-                         driver=self.driver)
+                         driver=self.driver, kubernetes=self.kubernetes or self.release)
         matrix.record(row)
         self.rows.append(asdict(row))
 
     def save(self) -> Path:
         """Kept beside the matrix, for the report's quotes."""
         guard = "guard" if self.guard else "control"
-        return keep(self.kept, f"{self.scenario}-{self.runtime}-{guard}", asdict(self))
+        minor = "" if self.kubernetes in ("", self.release) else f"-{self.kubernetes}"
+        return keep(self.kept, f"{self.scenario}-{self.runtime}-{guard}{minor}", asdict(self))

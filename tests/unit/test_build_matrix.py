@@ -31,6 +31,9 @@ def row(**changes: object) -> dict[str, object]:
         pytest.param({"kept": -1}, id="negative-kept"),
         pytest.param({"kept": True}, id="kept-not-a-count"),
         pytest.param({"kept": 1, "guard": False}, id="kept-without-the-guard"),
+        pytest.param({"kubernetes": "v1.37.2"}, id="kubernetes-of-cri-calls"),
+        pytest.param({"kubernetes": "", "driver": "kubelet"}, id="empty-kubernetes"),
+        pytest.param({"kubernetes": 137, "driver": "cluster"}, id="kubernetes-not-a-string"),
     ],
 )
 def test_refuses_rows_outside_the_vocabulary(changes: dict[str, object]) -> None:
@@ -81,6 +84,16 @@ def test_dumps_reads_back_the_same_and_leaves_an_uncounted_kept_out() -> None:
         m.rows, key=lambda r: r.key)))
     first, second = json.loads(text)["rows"]
     assert "kept" not in first and second["kept"] == 2
+    assert "kubernetes" not in first and "kubernetes" not in second
+
+
+def test_one_run_on_two_kubernetes_releases_is_two_rows_that_say_which() -> None:
+    old, new = (matrix.Row(**row(driver="kubelet", kubernetes=k))  # type: ignore[arg-type]
+                for k in ("v1.35.4", "v1.37.2"))
+    assert old.key != new.key
+    text = matrix.Matrix("b" * 40, "2026-01-02", (new, old)).dumps()
+    assert [r["kubernetes"] for r in json.loads(text)["rows"]] == ["v1.35.4", "v1.37.2"]
+    assert matrix.loads(text).rows == (old, new)
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from delguard_build import chains, matrix, ranges, render, verdict
@@ -47,6 +49,15 @@ def test_chain_table_columns_in_runtime_then_version_order() -> None:
     header = render.chain_tables(m(*rows)).splitlines()[4]
     assert header == ("| scenario | containerd 1.6.20~ds1 | containerd v1.7.35 | "
                       "containerd v2.1.6 | CRI-O 1.36.3 |"), header
+
+
+def test_chain_table_has_a_column_per_kubernetes_release_a_kubelet_ran() -> None:
+    rows = [dataclasses.replace(
+        row("containerd", "v2.1.6", "fake-stateful", "reboot", guard, "removed", "kubelet"),
+        kubernetes=k) for k in ("v1.37.2", "v1.35.4") for guard in (False, True)]
+    header = render.chain_tables(m(*rows)).splitlines()[4]
+    assert header == ("| scenario | containerd v2.1.6, Kubernetes v1.35.4 | "
+                      "containerd v2.1.6, Kubernetes v1.37.2 |"), header
 
 
 @pytest.mark.parametrize("target", render.TARGETS, ids=lambda t: t.page)

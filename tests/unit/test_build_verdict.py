@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from delguard_build import matrix, ranges, verdict
@@ -60,6 +62,18 @@ def test_versions_that_disagree_are_shown_each() -> None:
     text = verdict.lines(v)
     assert ("versions disagree: client-deadline (1.6.20~ds1: stuck → removed; v1.7.22: "
             "removed → removed)") in text
+
+
+def test_kubernetes_releases_are_pairs_of_their_own_and_named_when_they_disagree() -> None:
+    data = [*rows(("1.6.20~ds1", "reboot", "stuck", "removed"), driver="kubelet"),
+            *(dataclasses.replace(r, kubernetes="v1.37.2", outcome="removed") for r in
+              rows(("1.6.20~ds1", "reboot", "stuck", "removed"), driver="kubelet"))]
+    (scenario,) = verdict.verdict(data, BEFORE, "fake-stateful").scenarios
+    assert [(p.kubernetes, p.without) for p in scenario.pairs] == [
+        (None, "stuck"), ("v1.37.2", "removed")]
+    assert verdict.disagreement(scenario) == (
+        "reboot (1.6.20~ds1 kubelet: stuck → removed; "
+        "1.6.20~ds1 kubelet v1.37.2: removed → removed)")
 
 
 def test_a_run_of_one_side_agrees_when_its_outcome_is_the_full_runs() -> None:
