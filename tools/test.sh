@@ -38,6 +38,13 @@ tools/build.sh                  # this machine's arch: dist/cni-delguard/
 [ "$(dpkg --print-architecture)" = arm64 ] ||
     tools/build.sh --arch arm64 # under qemu-user: dist/arm64/cni-delguard/ (tests/node_roots)
 
+# Each node's runtime, kubelet and multus daemon watch files through inotify, and the lanes run
+# a dozen nodes at once: the kernel's default of 128 inotify instances per user (all of root's
+# here) ran out at about eleven kubelets ("too many open files": a runtime or a kubelet that
+# does not start). Raised for the run, never lowered.
+[ "$(sysctl -n fs.inotify.max_user_instances)" -ge 1024 ] ||
+    sysctl -q -w fs.inotify.max_user_instances=1024
+
 "$python" -m ruff check .
 "$python" -m mypy
 
