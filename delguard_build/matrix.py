@@ -56,7 +56,8 @@ SCENARIOS = (
     # install, deleted (guard true), and one created after the uninstall overlay (guard false)
     "kube-ovn-down-at-boot",  # a node rebooted with a pod running; kube-ovn's daemon comes back
     # only some time after the node (the pod's new ADD fails meanwhile)
-    "kube-ovn-hangs-del",  # kube-ovn's daemon accepts a DEL and never answers (unhealthy OVSDB)
+    "kube-ovn-hangs-del",  # rows recorded before the stand-in had kube-ovn's bounded ovs-vsctl
+    "kube-ovn-ovsdb-down-del",  # kube-ovn's OVSDB unhealthy: its daemon fails every DEL at 30 s
     # while a pod is deleted, multus's daemon restarting meanwhile (a real kubelet's deadlines)
     "multus-restart",  # multus's daemon stopped (its 00-multus.conf removed) while a pod is
     # deleted, kube-ovn's daemon down too; multus's daemon back some seconds later
@@ -74,7 +75,8 @@ SCENARIOS = (
 )
 # The windows of the reported stack (multus thick in auto mode before kube-ovn), run on its
 # chains alone
-REPORTED_SCENARIOS = ("kube-ovn-down-at-boot", "kube-ovn-hangs-del", "multus-restart",
+REPORTED_SCENARIOS = ("kube-ovn-down-at-boot", "kube-ovn-hangs-del", "kube-ovn-ovsdb-down-del",
+                      "multus-restart",
                       "reboot-20-pods", "kube-ovn-lifetimes", "go-cni-stall",
                       "stale-conf-power-cut")
 # Slow ADDs against the kubelet's RunPodSandbox deadline: run under a real kubelet alone
