@@ -13,12 +13,14 @@ from tests.support import evidence, matrix
 
 class Standalone(evidence.KubeletEvidence):
     chain = "fake-stateful"
+    release = "v1.35.4"
 
 
 class Cluster(evidence.KubeletEvidence):
     chain = "fake-stateful"
     driver = "cluster"
     kept = "cluster"
+    release = "v1.35.4"
 
 
 @pytest.mark.parametrize(("kind", "given", "row"), [
@@ -35,7 +37,26 @@ def test_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     ev.record("double-del", **given)  # type: ignore[arg-type]
     [got] = matrix.load().rows
     assert (got.guard, got.outcome, got.seconds, got.driver) == row
+    assert got.kubernetes == "v1.35.4"  # the suite's own release, unless the run says another
     assert ev.rows == [{**ev.rows[0], "driver": row[3], "chain": "fake-stateful"}]
+
+
+@pytest.mark.parametrize(("given", "release", "name"), [
+    pytest.param("", "v1.35.4", "reboot-containerd-1.6-control.json", id="the-suites-own"),
+    pytest.param("v1.35.4", "v1.35.4", "reboot-containerd-1.6-control.json", id="named-as-own"),
+    pytest.param("v1.37.2", "v1.37.2", "reboot-containerd-1.6-control-v1.37.2.json",
+                 id="another-minor-kept-apart"),
+])
+def test_a_runs_release_is_in_its_row_and_its_kept_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str, release: str,
+        name: str) -> None:
+    monkeypatch.setenv("DELGUARD_E2E_CACHE", str(tmp_path))
+    ev = Standalone("reboot", "containerd-1.6", "1.6.20", False, outcome="removed",
+                    kubernetes=given)
+    ev.record("reboot")
+    [got] = matrix.load().rows
+    assert got.kubernetes == release
+    assert ev.save() == tmp_path / "kubelet" / name
 
 
 def test_save_keeps_it_under_the_suites_dir_without_its_settings(
