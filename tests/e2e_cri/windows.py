@@ -174,9 +174,7 @@ def stale_conf_power_cut(site: Site) -> None:
     site.node.boot()
     site.client.reconnect()
     site.conf_loaded(stack.final_conf())  # the stale conf, loaded from disk
-    stack.kube_ovn.start(site.node.enter)
-    if stack.installer is not None:
-        stack.installer.start(site.node.enter)
+    stack.node_up(site.node.enter, multus=False)  # multus's daemon comes back MULTUS_BACK s later
     ready: dict[str, float] = {}
 
     def old_pod() -> None:

@@ -407,17 +407,21 @@ class ReportedStack:
         if self.installer is not None:
             self.installer.node_down()
 
-    def node_up(self, enter: tuple[str, ...], kube_ovn_after: float = 0) -> None:
+    def node_up(self, enter: tuple[str, ...], kube_ovn_after: float = 0,
+                multus: bool = True) -> None:
         """The DaemonSets' pods back on the booted node: kube-ovn's daemon (after
-        `kube_ovn_after` seconds), cilium-agent (booting CILIUM_BOOT seconds), multus's daemon,
-        the installer."""
+        `kube_ovn_after` seconds), cilium-agent (booting CILIUM_BOOT seconds), multus's daemon
+        (unless `multus` is false: the caller starts it later with `multus.node_up`), the
+        installer."""
         self.api.move(node_netns(enter))  # the booted node's network namespace is a new one
         self.kube_ovn.start(enter, after=kube_ovn_after)
         self.cilium.start(mount_only(enter), after=CILIUM_BOOT)
-        self.multus.node_up(enter)
+        if multus:
+            self.multus.node_up(enter)
         if self.installer is not None:
             self.installer.start(enter)
-            self.wait_wrapped()
+            if multus:
+                self.wait_wrapped()
 
     def daemons_up(self, enter: tuple[str, ...]) -> None:
         """kube-ovn's and multus's daemons started again on a running node (their pods
