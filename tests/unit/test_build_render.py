@@ -121,7 +121,8 @@ def test_a_column_of_chains_that_agree_says_it_once_and_of_chains_that_differ_ea
             for d in ("multus-thick", "cozystack-multus-v4.2.3") for g in (False, True)]
     assert cell(render.fixes(m(*same)), "| containerd 1.6.37+", 3) == (
         f"nothing stuck, with or without<br>{verdict.KEEPS}")
-    differ = [*same, row("containerd", "v2.1.6", "cozystack-multus-v4.3.0", "reboot", False, "stuck"),
+    differ = [*same,
+              row("containerd", "v2.1.6", "cozystack-multus-v4.3.0", "reboot", False, "stuck"),
               row("containerd", "v2.1.6", "cozystack-multus-v4.3.0", "reboot", True, "removed")]
     said = cell(render.fixes(m(*differ)), "| containerd 1.6.37+", 3)
     first = f"`multus-thick`: nothing stuck, with or without; {verdict.KEEPS}<br>"
