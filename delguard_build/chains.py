@@ -34,11 +34,6 @@ CHAINS: dict[str, Chain] = {c.name: c for c in (
           "real multus thin, kube-ovn's conflist by its path in `clusterNetwork`", "v4.3.0"),
     Chain("multus-thick", "multus thick",
           "real multus-shim and multus-daemon, `multusConfigFile: auto`", "v4.3.0"),
-    Chain("multus-thick-auto", "multus thick, auto mode, before real kube-ovn",
-          "real multus thick in auto mode before real kube-ovn", "v4.3.0", optional=True),
-    Chain("multus-thick-auto-v4.2.3", "multus v4.2.3 thick, auto mode, before real kube-ovn",
-          "real multus v4.2.3 thick in auto mode before real kube-ovn", "v4.2.3",
-          optional=True),
     Chain("cozystack-multus-v4.2.3",
           "Cozystack v1.2.0: multus v4.2.3 thick, auto mode, before kube-ovn and cilium-cni",
           "a Cozystack v1.2.0 node's conf dir: real multus v4.2.3 thick in auto mode before "

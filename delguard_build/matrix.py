@@ -34,8 +34,6 @@ CHAINS = (
     "multus-thin",  # real multus thin, kube-ovn's conflist inline in `delegates`
     "multus-thin-path",  # real multus thin, kube-ovn's conflist by its path in `clusterNetwork`
     "multus-thick",  # real multus-shim and multus-daemon, `multusConfigFile: auto`
-    "multus-thick-auto",  # the reported stack: multus thick in auto mode before real kube-ovn
-    "multus-thick-auto-v4.2.3",  # the same with multus v4.2.3, the reporter's
     "cozystack-multus-v4.2.3",  # the reported stack as a Cozystack v1.2.0 node has it: multus
     # v4.2.3 thick in auto mode before 05-cilium.conflist (real kube-ovn, portmap, real cilium-cni)
     "cozystack-multus-v4.3.0",  # the same with multus v4.3.0
@@ -56,7 +54,6 @@ SCENARIOS = (
     # install, deleted (guard true), and one created after the uninstall overlay (guard false)
     "kube-ovn-down-at-boot",  # a node rebooted with a pod running; kube-ovn's daemon comes back
     # only some time after the node (the pod's new ADD fails meanwhile)
-    "kube-ovn-hangs-del",  # rows recorded before the stand-in had kube-ovn's bounded ovs-vsctl
     "kube-ovn-ovsdb-down-del",  # kube-ovn's OVSDB unhealthy: its daemon fails every DEL at 30 s
     # while a pod is deleted, multus's daemon restarting meanwhile (a real kubelet's deadlines)
     "multus-restart",  # multus's daemon stopped (its 00-multus.conf removed) while a pod is
@@ -75,8 +72,7 @@ SCENARIOS = (
 )
 # The windows of the reported stack (multus thick in auto mode before kube-ovn), run on its
 # chains alone
-REPORTED_SCENARIOS = ("kube-ovn-down-at-boot", "kube-ovn-hangs-del", "kube-ovn-ovsdb-down-del",
-                      "multus-restart",
+REPORTED_SCENARIOS = ("kube-ovn-down-at-boot", "kube-ovn-ovsdb-down-del", "multus-restart",
                       "reboot-20-pods", "kube-ovn-lifetimes", "go-cni-stall",
                       "stale-conf-power-cut")
 # Slow ADDs against the kubelet's RunPodSandbox deadline: run under a real kubelet alone

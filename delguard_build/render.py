@@ -56,9 +56,9 @@ COLUMNS = (
     Column("multus thin, delegate inline", ("multus-thin",), "multus thin inline"),
     Column("multus thin, delegate by path (`clusterNetwork`)", ("multus-thin-path",),
            "multus thin by path"),
-    Column("multus thick (also v4.2.3 in auto mode before kube-ovn: the reported stack)",
-           ("multus-thick", "multus-thick-auto", "multus-thick-auto-v4.2.3",
-            "cozystack-multus-v4.2.3", "cozystack-multus-v4.3.0"), "multus thick"),
+    Column("multus thick (also the reported stack: Cozystack's, v4.2.3 in auto mode)",
+           ("multus-thick", "cozystack-multus-v4.2.3", "cozystack-multus-v4.3.0"),
+           "multus thick"),
     Column("a delegate that fails DEL once it holds no state", ("fake-stateful",),
            "a delegate that fails DEL once it holds no state"),
 )

@@ -38,7 +38,7 @@ DEL_ERROR = "a DEL error the runtime must see"
 SLOW_ADD = "an ADD that takes minutes"
 KINDS = {
     "double-del": DELETED, "installer": DELETED, "multus-restart": DELETED,
-    "kube-ovn-hangs-del": DELETED, "kube-ovn-ovsdb-down-del": DELETED,
+    "kube-ovn-ovsdb-down-del": DELETED,
     "kube-ovn-lifetimes": DELETED,
     "kill-mid-add": DISRUPTED, "reboot": DISRUPTED, "reboot-20-pods": DISRUPTED,
     "kube-ovn-down-at-boot": DISRUPTED, "stale-conf-power-cut": DISRUPTED,

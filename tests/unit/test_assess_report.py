@@ -36,7 +36,7 @@ def shipped(m: matrix.Matrix) -> verdicts.Shipped:
 MATRIX = shipped(matrix.Matrix("f" * 40, "2026-05-06", (
     *rows("multus-thick", "v2.1.6", ("double-del", "removed", "removed"),
           ("reboot", "removed", "removed")),
-    *rows("multus-thick-auto-v4.2.3", "v2.1.6", ("double-del", "removed", "removed")),
+    *rows("cozystack-multus-v4.2.3", "v2.1.6", ("double-del", "removed", "removed")),
     *rows("fake-stateful", "1.6.20~ds1", ("double-del", "stuck", "removed"),
           ("completed-del-fails", "stuck", "stuck")),
 )))
@@ -64,9 +64,8 @@ def found(runtime: Runtime | None, behind: chains.Behind) -> Found:
                      "`cni-delguard release`)",
                      id="plain-1.6"),
         pytest.param(Runtime("containerd", "1.6.20~ds1", "CRI"), THICK, "unmeasured", False,
-                     "unmeasured: the matrix has no row of multus-thick, multus-thick-auto, "
-                     "multus-thick-auto-v4.2.3, cozystack-multus-v4.2.3, cozystack-multus-v4.3.0 "
-                     "in this range", id="thick-not-run-in-range"),
+                     "unmeasured: the matrix has no row of multus-thick, cozystack-multus-v4.2.3, "
+                     "cozystack-multus-v4.3.0 in this range", id="thick-not-run-in-range"),
         pytest.param(None, chains.Behind("multus", chains.NAME, "kube-ovn"), "unmeasured", False,
                      "unmeasured: the runtime was not found: give it as `--runtime "
                      "NAME://VERSION`", id="nothing-known"),
@@ -86,10 +85,9 @@ def test_assessment(runtime: Runtime | None, behind: chains.Behind, status: str,
 def test_the_summary_speaks_of_the_chain_of_the_nodes_multus_version() -> None:
     behind = chains.Behind(**{**THICK.__dict__, "multus_version": "v4.2.3"})
     a = report.assessment(found(Runtime("containerd", "v2.1.6", "CRI"), behind), MATRIX)
-    assert [x.chain.name for x in a.measured] == ["multus-thick", "multus-thick-auto-v4.2.3"]
-    assert a.unmeasured == ("multus-thick-auto", "cozystack-multus-v4.2.3",
-                            "cozystack-multus-v4.3.0")
-    assert "[multus-thick-auto-v4.2.3, this version]" in report.summary(a)
+    assert [x.chain.name for x in a.measured] == ["multus-thick", "cozystack-multus-v4.2.3"]
+    assert a.unmeasured == ("cozystack-multus-v4.3.0",)
+    assert "[cozystack-multus-v4.2.3, this version]" in report.summary(a)
 
 
 def test_the_text_names_the_release_valve_only_when_something_stays_stuck() -> None:

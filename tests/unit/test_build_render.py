@@ -85,10 +85,11 @@ def test_the_verdicts_table_cell_is_the_verdict_and_an_unmeasured_cell_says_so()
 def test_optional_columns_only_with_their_rows() -> None:
     plain = render.verdicts(m(row("cri-o", "1.36.3", "fake-stateful", "reboot", False,
                                   "removed")))
-    assert "auto mode, before real kube-ovn" not in plain
-    reported = render.verdicts(m(row("containerd", "v2.1.6", "multus-thick-auto", "double-del",
-                                  False, "removed")))
-    assert "multus thick, auto mode, before real kube-ovn |" in reported
+    assert "before kube-ovn and cilium-cni" not in plain
+    reported = render.verdicts(m(row("containerd", "v2.1.6", "cozystack-multus-v4.3.0",
+                                     "double-del", False, "removed")))
+    assert "Cozystack v1.2.0 with multus v4.3.0 thick, before kube-ovn and cilium-cni |" in (
+        reported)
     assert "multus v4.2.3" not in reported
 
 
@@ -117,15 +118,16 @@ def test_the_short_table_names_situations_and_an_unmeasured_cell_says_so() -> No
 def test_a_column_of_chains_that_agree_says_it_once_and_of_chains_that_differ_each() -> None:
     same = [row("containerd", "v2.1.6", d, "double-del", g, "removed",
                 kept=1 if g and d == "multus-thick" else None)
-            for d in ("multus-thick", "multus-thick-auto-v4.2.3") for g in (False, True)]
+            for d in ("multus-thick", "cozystack-multus-v4.2.3") for g in (False, True)]
     assert cell(render.fixes(m(*same)), "| containerd 1.6.37+", 3) == (
         f"nothing stuck, with or without<br>{verdict.KEEPS}")
-    differ = [*same, row("containerd", "v2.1.6", "multus-thick-auto", "reboot", False, "stuck"),
-              row("containerd", "v2.1.6", "multus-thick-auto", "reboot", True, "removed")]
+    differ = [*same,
+              row("containerd", "v2.1.6", "cozystack-multus-v4.3.0", "reboot", False, "stuck"),
+              row("containerd", "v2.1.6", "cozystack-multus-v4.3.0", "reboot", True, "removed")]
     said = cell(render.fixes(m(*differ)), "| containerd 1.6.37+", 3)
     first = f"`multus-thick`: nothing stuck, with or without; {verdict.KEEPS}<br>"
     assert said.startswith(first), said
-    assert f"`multus-thick-auto`: stuck → **freed**: {verdict.DISRUPTED}" in said
+    assert f"`cozystack-multus-v4.3.0`: stuck → **freed**: {verdict.DISRUPTED}" in said
 
 
 def test_a_cell_measured_on_fewer_versions_than_its_row_names_them() -> None:

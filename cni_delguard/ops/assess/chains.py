@@ -35,8 +35,7 @@ KINDS: tuple[Kind, ...] = (
     # auto mode writes a path (v4.3.0's manager.go:202): what every measured thick chain ran
     Kind("multus-thick-path", "multus thick, `clusterNetwork` a conf file's path "
          "(`multusConfigFile: auto` writes it so)", MULTUS_THICK, PATH,
-         ("multus-thick", "multus-thick-auto", "multus-thick-auto-v4.2.3",
-          "cozystack-multus-v4.2.3", "cozystack-multus-v4.3.0")),
+         ("multus-thick", "cozystack-multus-v4.2.3", "cozystack-multus-v4.3.0")),
     Kind("multus-thick-other", "multus thick, `clusterNetwork` not a path (a static "
          "`multusConfigFile`)", MULTUS_THICK, None, ()),
     Kind("multus-thin-other", "multus thin without `delegates` or `clusterNetwork`", MULTUS_THIN,
