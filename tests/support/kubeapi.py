@@ -311,6 +311,10 @@ class KubeAPI:
         with self.store.changed:
             self.store.stopping = True
             self.store.changed.notify_all()
+        self.close()
+
+    def close(self) -> None:
+        """Stop listening (the store and its watchers are kept)."""
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()

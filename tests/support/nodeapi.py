@@ -58,11 +58,5 @@ class NodeKubeAPI(KubeAPI):
 
     def move(self, netns: str) -> None:
         """Listen in `netns` instead (the node booted with a new one); the store is kept."""
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
-        if self.thread is not None:
-            self.thread.join(timeout=30)
-            self.thread = None
+        self.close()
         self.start_in(netns)
