@@ -36,13 +36,12 @@ CHAINS: dict[str, Chain] = {c.name: c for c in (
           "real multus-shim and multus-daemon, `multusConfigFile: auto`", "v4.3.0"),
     Chain("cozystack-multus-v4.2.3",
           "Cozystack v1.2.0: multus v4.2.3 thick, auto mode, before kube-ovn and cilium-cni",
-          "a Cozystack v1.2.0 node's conf dir: real multus v4.2.3 thick in auto mode before "
-          "`05-cilium.conflist` (real kube-ovn, portmap, real cilium-cni)", "v4.2.3",
+          "Cozystack v1.2.0's conf dir: real multus v4.2.3 thick, auto mode, before "
+          "`05-cilium.conflist`", "v4.2.3",
           optional=True),
     Chain("cozystack-multus-v4.3.0",
           "Cozystack v1.2.0 with multus v4.3.0 thick, before kube-ovn and cilium-cni",
-          "a Cozystack v1.2.0 node's conf dir with real multus v4.3.0 thick in auto mode before "
-          "`05-cilium.conflist` (real kube-ovn, portmap, real cilium-cni)", "v4.3.0",
+          "the same with real multus v4.3.0", "v4.3.0",
           optional=True),
     Chain("fake-stateful", "a delegate that fails DEL once it holds no state",
           "a delegate that fails DEL once it holds no state", None, stand_in=True),
