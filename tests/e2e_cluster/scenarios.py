@@ -5,8 +5,8 @@ what the cluster does by itself. It ends with evidence (Evidence) that the tests
 the reboot and double-del scenarios record matrix rows (driver "cluster").
 
 Verdicts, the matrix's words (as the kubelet suite's): "removed" every stale sandbox gone and
-every pod that should run Ready; "stuck" a stale sandbox still there after STORM_PERIODS of the
-kubelet's GC periods with the runtime's failures in the kubelet's log.
+every pod that should run Ready; "stuck" a stale sandbox still there after the kubelet's GC
+failed to remove it STORM_PERIODS times (tests/e2e_kubelet/kubelet.py gc_verdict).
 """
 
 from __future__ import annotations
@@ -31,14 +31,20 @@ from tests.e2e_cluster.site import (
     skip_or_fail,
 )
 from tests.e2e_cri.runtimes import Runtime
-from tests.e2e_kubelet.kubelet import GC_PERIOD, NEWEST, VERSION
+from tests.e2e_kubelet.kubelet import (
+    DESTROY_FAILED,
+    GC_PERIOD,
+    GC_STOP_FAILED,
+    NEWEST,
+    STORM_PERIODS,
+    VERSION,
+    gc_verdict,
+)
 from tests.e2e_kubelet.runtimes import RUNTIMES
 from tests.support.evidence import QUOTE, KubeletEvidence, quote
 from tests.support.waiting import wait_for
 
-STORM_PERIODS = 3
 VERDICT_BOUND = GC_PERIOD * (STORM_PERIODS + 4)
-DESTROY_FAILED = "failed to destroy network for sandbox"
 SETUP_FAILED = "failed to setup network for sandbox"
 REPLICAS = 10
 
@@ -66,22 +72,17 @@ def guard_by_chart(c: Cluster, ev: Evidence, wrap: str | None = "stale-delegate"
     return first
 
 
-def wait_verdict(c: Cluster, gone: Callable[[], bool], subjects: set[str], since: float) -> str:
-    def verdict() -> str | None:
-        if gone():
-            return "removed"
-        old = time.monotonic() - since >= STORM_PERIODS * GC_PERIOD
-        failing = any(c.kubelet.log_lines(sid, DESTROY_FAILED) for sid in subjects)
-        return "stuck" if old and failing and subjects & c.sandbox_ids() else None
-
-    return wait_for(verdict, "the kubelet to remove the stale sandboxes, or to fail at it for "
-                    f"{STORM_PERIODS} GC periods", timeout=VERDICT_BOUND, every=3,
+def wait_verdict(c: Cluster, gone: Callable[[], bool], subjects: set[str]) -> str:
+    """kubelet.gc_verdict, polled until it has one."""
+    return wait_for(lambda: gc_verdict(c.kubelet.log_text(), gone(), c.sandbox_ids(), subjects),
+                    "the kubelet to remove the stale sandboxes, or to fail at it "
+                    f"{STORM_PERIODS} times", timeout=VERDICT_BOUND, every=3,
                     detail=c.kubelet.log_tail)
 
 
 def gather(c: Cluster, ev: Evidence, subjects: set[str]) -> None:
     ev.dels = sum(len(c.fake.calls("DEL", sid)) for sid in subjects)
-    ev.gc_failures = sum(len(c.kubelet.log_lines(sid, "Failed to stop sandbox before removing"))
+    ev.gc_failures = sum(len(c.kubelet.log_lines(sid, GC_STOP_FAILED))
                          for sid in subjects)
     for sid in sorted(subjects)[:2]:
         ev.kubelet += quote(c.kubelet.log_lines(sid, DESTROY_FAILED), 1)
@@ -106,7 +107,7 @@ def double_del(c: Cluster, ev: Evidence) -> None:
                    "--wait=false")
     c.wait_pods_ready(REPLICAS, "app=dd")
     ev.facts["replaced_ready"] = elapsed(since)
-    ev.outcome = wait_verdict(c, lambda: not old & c.sandbox_ids(), old, since)
+    ev.outcome = wait_verdict(c, lambda: not old & c.sandbox_ids(), old)
     ev.seconds = elapsed(since)
     ev.facts["left"] = len(old & c.sandbox_ids())
     gather(c, ev, old)
@@ -140,7 +141,7 @@ def reboot(c: Cluster, ev: Evidence) -> None:
             ready_at.append(elapsed(since))
         return ready and not hung & c.sandbox_ids()
 
-    ev.outcome = wait_verdict(c, gone, hung, since)
+    ev.outcome = wait_verdict(c, gone, hung)
     ev.seconds = elapsed(since)
     ev.facts["all_ready"] = ready_at[0] if ready_at else None
     ev.facts["ready_pods"] = sum(workloads.is_ready(p) for p in c.pods())

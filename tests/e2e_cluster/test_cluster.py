@@ -13,7 +13,8 @@ from concurrent.futures import Future
 import pytest
 
 from tests.e2e_cluster.conftest import evidence
-from tests.e2e_cluster.scenarios import RUNS, STORM_PERIODS, Evidence, Run
+from tests.e2e_cluster.scenarios import RUNS, Evidence, Run
+from tests.e2e_kubelet.kubelet import STORM_PERIODS
 
 pytestmark = [pytest.mark.containerd, pytest.mark.slow]
 

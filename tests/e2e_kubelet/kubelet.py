@@ -33,6 +33,9 @@ READ_ONLY_PORT = 10255  # the kubelet's usual one: inside the node's network nam
 GC_PERIOD = 60  # seconds: pkg/kubelet/kubelet.go ContainerGCPeriod, not configurable
 START_BOUND = 180  # seconds from exec to /pods answering, under the other helpers' load
 VERBOSITY = "3"  # "Probe succeeded" and the status manager's decisions are logged from 3 up
+STORM_PERIODS = 3  # failed GC passes a stuck sandbox must survive: "several", and a storm to count
+DESTROY_FAILED = "failed to destroy network for sandbox"  # the runtime's error, in its log
+GC_STOP_FAILED = "Failed to stop sandbox before removing"  # kuberuntime_gc.go removeSandbox
 
 # The cgroup v1 hierarchies the kubelet's cgroupfs driver creates its cgroups in (libcontainer's
 # subsystems plus the named systemd one); the cgroup root must exist in each before it starts.
@@ -231,6 +234,18 @@ class Kubelet:
 
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_text().splitlines()[-lines:])
+
+
+def gc_verdict(log: str, gone: bool, present: set[str], subjects: set[str]) -> str | None:
+    """'removed' once gone; 'stuck' once a subject still present has failed the kubelet's GC
+    STORM_PERIODS times by its log. The failed passes are counted, not the time since the
+    delete: the GC's first pass comes at any phase of its period, so three periods may hold only
+    two passes."""
+    if gone:
+        return "removed"
+    failures = [line for line in log.splitlines() if GC_STOP_FAILED in line]
+    counts = (sum(sid in line for line in failures) for sid in subjects & present)
+    return "stuck" if any(n >= STORM_PERIODS for n in counts) else None
 
 
 def is_ready(pod: dict[str, Any] | None) -> bool:

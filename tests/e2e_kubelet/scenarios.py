@@ -7,9 +7,8 @@ verdict and the evidence for it (Evidence), and records its rows in the matrix (
 
 Verdicts, the matrix's words:
 - "removed": every stale sandbox is gone (and every pod that should run is Ready);
-- "stuck": a stale sandbox is still there after STORM_PERIODS of the kubelet's GC periods,
-  counted from the moment the kubelet had it to remove, with the runtime's failures in the
-  kubelet's log; "released": removed after `cni-delguard release`.
+- "stuck": a stale sandbox is still there after the kubelet's GC failed to remove it
+  STORM_PERIODS times (kubelet.gc_verdict); "released": removed after `cni-delguard release`.
 A scenario waits for one verdict or the other, never for a fixed time.
 """
 
@@ -26,7 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e_kubelet import installer_pod
-from tests.e2e_kubelet.kubelet import GC_PERIOD, NEWEST, VERSION, is_ready
+from tests.e2e_kubelet.kubelet import (
+    DESTROY_FAILED,
+    GC_PERIOD,
+    GC_STOP_FAILED,
+    NEWEST,
+    STORM_PERIODS,
+    VERSION,
+    gc_verdict,
+    is_ready,
+)
 from tests.e2e_kubelet.runtimes import RUNTIMES, Runtime
 from tests.e2e_kubelet.site import (
     DELEGATE,
@@ -43,11 +51,8 @@ from tests.support.guard import guard_argv
 from tests.support.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
-STORM_PERIODS = 3  # GC periods a stuck sandbox must survive: "several", and a storm to count
 VERDICT_BOUND = GC_PERIOD * (STORM_PERIODS + 3)  # a verdict comes well before this
-DESTROY_FAILED = "failed to destroy network for sandbox"
 STALE_DEL = "server_socket is required in cni.conf"  # the fake's answer to a DEL without state
-GC_STOP_FAILED = "Failed to stop sandbox before removing"  # kuberuntime_gc.go removeSandbox
 
 
 class Evidence(KubeletEvidence):
@@ -57,19 +62,14 @@ class Evidence(KubeletEvidence):
     release = VERSION
 
 
-def wait_verdict(site: Site, gone: Callable[[], bool], subjects: set[str],
-                 since: float) -> str:
-    """'removed' once gone() holds; 'stuck' once a subject sandbox has survived STORM_PERIODS
-    GC periods since `since` with failures of the runtime's in the kubelet's log."""
+def wait_verdict(site: Site, gone: Callable[[], bool], subjects: set[str]) -> str:
+    """kubelet.gc_verdict, polled until it has one."""
     def verdict() -> str | None:
-        if gone():
-            return "removed"
-        old = time.monotonic() - since >= STORM_PERIODS * GC_PERIOD
-        failing = any(site.kubelet.log_lines(sid, DESTROY_FAILED) for sid in subjects)
-        return "stuck" if old and failing and subjects & site.sandbox_ids() else None
+        return gc_verdict(site.kubelet.log_text(), gone(), site.sandbox_ids(), subjects)
 
-    return wait_for(verdict, "the kubelet to remove the sandboxes, or to fail at it for "
-                    f"{STORM_PERIODS} GC periods", timeout=VERDICT_BOUND, every=2,
+    return wait_for(verdict,
+                    "the kubelet to remove the sandboxes, or to fail at it "
+                    f"{STORM_PERIODS} times", timeout=VERDICT_BOUND, every=2,
                     detail=site.kubelet.log_tail)
 
 
@@ -105,8 +105,7 @@ def double_del(site: Site, ev: Evidence) -> None:
     site.kubelet.delete("dd")
     wait_for(lambda: site.fake.calls("DEL", sandbox.id), "the kubelet's StopPodSandbox DEL",
              timeout=VERDICT_BOUND, every=0.5, detail=site.kubelet.log_tail)
-    ev.outcome = wait_verdict(site, lambda: sandbox.id not in site.sandbox_ids(), {sandbox.id},
-                              since)
+    ev.outcome = wait_verdict(site, lambda: sandbox.id not in site.sandbox_ids(), {sandbox.id})
     ev.seconds = elapsed(since)
     settle(ev, gather(site, {sandbox.id}))
     ev.record("double-del", ev.guard, ev.outcome, ev.seconds)
@@ -138,7 +137,7 @@ def reboot(site: Site, ev: Evidence) -> None:
         ready = all(is_ready(site.kubelet.pod(n)) for n in REBOOT_PODS)
         return ready and not hung & site.sandbox_ids()
 
-    ev.outcome = wait_verdict(site, gone, hung, since)
+    ev.outcome = wait_verdict(site, gone, hung)
     ev.seconds = elapsed(since)
     ev.facts["ready"] = sorted(n for n in REBOOT_PODS if is_ready(site.kubelet.pod(n)))
     settle(ev, gather(site, hung))
@@ -166,8 +165,7 @@ def completed_del_fails(site: Site, ev: Evidence) -> None:
     since = time.monotonic()
     site.kubelet.delete("cf")
     subjects = {sandbox.id}
-    ev.outcome = wait_verdict(site, lambda: sandbox.id not in site.sandbox_ids(), subjects,
-                              since)
+    ev.outcome = wait_verdict(site, lambda: sandbox.id not in site.sandbox_ids(), subjects)
     ev.seconds = elapsed(since)
     settle(ev, gather(site, subjects))
     ev.record("completed-del-fails", ev.guard, ev.outcome, ev.seconds)
@@ -280,8 +278,7 @@ def _delete_after(site: Site, name: str) -> tuple[str, str, float, dict[str, Any
     [sandbox] = site.sandboxes(name)
     since = time.monotonic()
     site.kubelet.delete(name)
-    outcome = wait_verdict(site, lambda: sandbox.id not in site.sandbox_ids(), {sandbox.id},
-                           since)
+    outcome = wait_verdict(site, lambda: sandbox.id not in site.sandbox_ids(), {sandbox.id})
     return sandbox.id, outcome, elapsed(since), gather(site, {sandbox.id})
 
 

@@ -16,7 +16,8 @@ import pytest
 
 from tests.e2e_kubelet import reported, slow_add
 from tests.e2e_kubelet.conftest import evidence
-from tests.e2e_kubelet.scenarios import RUNS, STALE_DEL, STORM_PERIODS, Evidence, Run
+from tests.e2e_kubelet.kubelet import STORM_PERIODS
+from tests.e2e_kubelet.scenarios import RUNS, STALE_DEL, Evidence, Run
 
 pytestmark = [pytest.mark.containerd, pytest.mark.slow]
 
