@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from cni_delguard import cli
 from cni_delguard.guard import config
 from tests.support.confs import guard_conf, stale_delegate
 from tests.support.fakes import install_fake
+from tests.support.kubeapi import KubeAPI
 from tests.support.paths import widen
 from tests.support.records import fake_calls, guard_log
 
@@ -133,3 +136,16 @@ def default_dirs(node: Node) -> Path:
 @pytest.fixture
 def node(tmp_path: Path) -> Node:
     return Node(tmp_path)
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[KubeAPI]:
+    """The tests' Kubernetes API server (tests/support/kubeapi.py), on loopback, started."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl not found (tools/install-deps.sh test installs it)")
+    server = KubeAPI(tmp_path / "api")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -3,9 +3,6 @@ appears, release when it is deleted."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from tests.fakes.kube_ovn_controller import KubeOvnController, pod_address
@@ -14,15 +11,6 @@ from tests.support.waiting import wait_for
 
 NODE = "node-a"
 
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[KubeAPI]:
-    server = KubeAPI(tmp_path / "api")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def annotations(api: KubeAPI, name: str) -> dict[str, str]:

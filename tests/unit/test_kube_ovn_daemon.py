@@ -275,15 +275,6 @@ def test_the_real_plugin_speaks_to_it(daemon: StandIn, netns: str, node: str) ->
 # --- kube-ovn's timing and clean-up, against the chain's API server ------------------------------
 
 
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[KubeAPI]:
-    server = KubeAPI(tmp_path / "api")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
 
 @pytest.fixture
 def cached(tmp_path: Path, node: str, api: KubeAPI) -> Iterator[StandIn]:

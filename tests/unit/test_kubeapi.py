@@ -4,27 +4,10 @@ from __future__ import annotations
 
 import http.client
 import json
-import shutil
 import ssl
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.support.kubeapi import KubeAPI
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[KubeAPI]:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl not found (tools/install-deps.sh test installs it)")
-    server = KubeAPI(tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def connect(api: KubeAPI) -> http.client.HTTPSConnection:
