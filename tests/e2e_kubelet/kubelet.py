@@ -236,16 +236,24 @@ class Kubelet:
         return "\n".join(self.log_text().splitlines()[-lines:])
 
 
-def gc_verdict(log: str, gone: bool, present: set[str], subjects: set[str]) -> str | None:
-    """'removed' once gone; 'stuck' once a subject still present has failed the kubelet's GC
-    STORM_PERIODS times by its log. The failed passes are counted, not the time since the
-    delete: the GC's first pass comes at any phase of its period, so three periods may hold only
-    two passes."""
+def gc_verdict(log: str, gone: bool, present: set[str], subjects: set[str],
+               waited: float) -> str | None:
+    """'removed' once gone; 'stuck' once a subject still present has failed (the runtime's
+    DESTROY_FAILED in the kubelet's log) for STORM_PERIODS GC periods, `waited` seconds. Where it
+    is the GC that fails on a subject (GC_STOP_FAILED: a stopped sandbox, as in double-del; a
+    sandbox still ready is the pod worker's to stop, never the GC's), also not before the GC has
+    failed STORM_PERIODS passes: its first pass after a delete comes at any phase of its period
+    and may find the sandbox not yet its to remove, so three periods once held two passes."""
     if gone:
         return "removed"
-    failures = [line for line in log.splitlines() if GC_STOP_FAILED in line]
-    counts = (sum(sid in line for line in failures) for sid in subjects & present)
-    return "stuck" if any(n >= STORM_PERIODS for n in counts) else None
+    lines = log.splitlines()
+    left = subjects & present
+    failing = any(DESTROY_FAILED in line and sid in line for line in lines for sid in left)
+    passes = max((sum(GC_STOP_FAILED in line and sid in line for line in lines) for sid in left),
+                 default=0)
+    counted = passes == 0 or passes >= STORM_PERIODS
+    old = waited >= STORM_PERIODS * GC_PERIOD
+    return "stuck" if old and failing and counted else None
 
 
 def is_ready(pod: dict[str, Any] | None) -> bool:

@@ -7,8 +7,10 @@ verdict and the evidence for it (Evidence), and records its rows in the matrix (
 
 Verdicts, the matrix's words:
 - "removed": every stale sandbox is gone (and every pod that should run is Ready);
-- "stuck": a stale sandbox is still there after the kubelet's GC failed to remove it
-  STORM_PERIODS times (kubelet.gc_verdict); "released": removed after `cni-delguard release`.
+- "stuck": a stale sandbox is still there after STORM_PERIODS of the kubelet's GC periods,
+  counted from the moment the kubelet had it to remove, with the runtime's failures in the
+  kubelet's log, and, where the GC is what fails on it, after as many failed GC passes
+  (kubelet.gc_verdict); "released": removed after `cni-delguard release`.
 A scenario waits for one verdict or the other, never for a fixed time.
 """
 
@@ -62,14 +64,16 @@ class Evidence(KubeletEvidence):
     release = VERSION
 
 
-def wait_verdict(site: Site, gone: Callable[[], bool], subjects: set[str]) -> str:
+def wait_verdict(site: Site, gone: Callable[[], bool], subjects: set[str],
+                 since: float) -> str:
     """kubelet.gc_verdict, polled until it has one."""
     def verdict() -> str | None:
-        return gc_verdict(site.kubelet.log_text(), gone(), site.sandbox_ids(), subjects)
+        return gc_verdict(site.kubelet.log_text(), gone(), site.sandbox_ids(), subjects,
+                          time.monotonic() - since)
 
     return wait_for(verdict,
-                    "the kubelet to remove the sandboxes, or to fail at it "
-                    f"{STORM_PERIODS} times", timeout=VERDICT_BOUND, every=2,
+                    "the kubelet to remove the sandboxes, or to fail at it for "
+                    f"{STORM_PERIODS} GC periods", timeout=VERDICT_BOUND, every=2,
                     detail=site.kubelet.log_tail)
 
 
@@ -105,7 +109,8 @@ def double_del(site: Site, ev: Evidence) -> None:
     site.kubelet.delete("dd")
     wait_for(lambda: site.fake.calls("DEL", sandbox.id), "the kubelet's StopPodSandbox DEL",
              timeout=VERDICT_BOUND, every=0.5, detail=site.kubelet.log_tail)
-    ev.outcome = wait_verdict(site, lambda: sandbox.id not in site.sandbox_ids(), {sandbox.id})
+    ev.outcome = wait_verdict(site, lambda: sandbox.id not in site.sandbox_ids(), {sandbox.id},
+                              since)
     ev.seconds = elapsed(since)
     settle(ev, gather(site, {sandbox.id}))
     ev.record("double-del", ev.guard, ev.outcome, ev.seconds)
@@ -137,7 +142,7 @@ def reboot(site: Site, ev: Evidence) -> None:
         ready = all(is_ready(site.kubelet.pod(n)) for n in REBOOT_PODS)
         return ready and not hung & site.sandbox_ids()
 
-    ev.outcome = wait_verdict(site, gone, hung)
+    ev.outcome = wait_verdict(site, gone, hung, since)
     ev.seconds = elapsed(since)
     ev.facts["ready"] = sorted(n for n in REBOOT_PODS if is_ready(site.kubelet.pod(n)))
     settle(ev, gather(site, hung))
@@ -165,7 +170,8 @@ def completed_del_fails(site: Site, ev: Evidence) -> None:
     since = time.monotonic()
     site.kubelet.delete("cf")
     subjects = {sandbox.id}
-    ev.outcome = wait_verdict(site, lambda: sandbox.id not in site.sandbox_ids(), subjects)
+    ev.outcome = wait_verdict(site, lambda: sandbox.id not in site.sandbox_ids(), subjects,
+                              since)
     ev.seconds = elapsed(since)
     settle(ev, gather(site, subjects))
     ev.record("completed-del-fails", ev.guard, ev.outcome, ev.seconds)
@@ -278,7 +284,8 @@ def _delete_after(site: Site, name: str) -> tuple[str, str, float, dict[str, Any
     [sandbox] = site.sandboxes(name)
     since = time.monotonic()
     site.kubelet.delete(name)
-    outcome = wait_verdict(site, lambda: sandbox.id not in site.sandbox_ids(), {sandbox.id})
+    outcome = wait_verdict(site, lambda: sandbox.id not in site.sandbox_ids(), {sandbox.id},
+                              since)
     return sandbox.id, outcome, elapsed(since), gather(site, {sandbox.id})
 
 
