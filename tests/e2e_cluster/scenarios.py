@@ -39,7 +39,7 @@ from tests.e2e_kubelet.kubelet import (
     NEWEST,
     STORM_PERIODS,
     VERSION,
-    gc_verdict,
+    wait_gc_verdict,
 )
 from tests.e2e_kubelet.runtimes import RUNTIMES
 from tests.support.evidence import QUOTE, KubeletEvidence, quote
@@ -73,16 +73,10 @@ def guard_by_chart(c: Cluster, ev: Evidence, wrap: str | None = "stale-delegate"
     return first
 
 
-def wait_verdict(c: Cluster, gone: Callable[[], bool], subjects: set[str],
-                 since: float) -> str:
-    """kubelet.gc_verdict, polled until it has one."""
-    def verdict() -> str | None:
-        return gc_verdict(c.kubelet.log_text(), gone(), c.sandbox_ids(), subjects,
-                          time.monotonic() - since)
-
-    return wait_for(verdict, "the kubelet to remove the stale sandboxes, or to fail at it for "
-                    f"{STORM_PERIODS} GC periods", timeout=VERDICT_BOUND, every=3,
-                    detail=c.kubelet.log_tail)
+def wait_verdict(c: Cluster, gone: Callable[[], bool], subjects: set[str], since: float) -> str:
+    """kubelet.gc_verdict on this cluster's node, polled until it has one."""
+    return wait_gc_verdict(c.kubelet, c.sandbox_ids, gone, subjects, since,
+                           timeout=VERDICT_BOUND, every=3)
 
 
 def gather(c: Cluster, ev: Evidence, subjects: set[str]) -> None:

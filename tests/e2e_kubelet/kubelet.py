@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from typing import Any
 from tests.e2e_kubelet.node import Node
 from tests.support import peers
 from tests.support.daemon import Answer, Daemon
+from tests.support.waiting import wait_for
 
 # The kubelet rows of peers/pins.tsv, oldest first. Every scenario runs on VERSION; the newest
 # minor runs the subset scenarios.py names (docs/support.md says which minors were run).
@@ -33,7 +36,7 @@ READ_ONLY_PORT = 10255  # the kubelet's usual one: inside the node's network nam
 GC_PERIOD = 60  # seconds: pkg/kubelet/kubelet.go ContainerGCPeriod, not configurable
 START_BOUND = 180  # seconds from exec to /pods answering, under the other helpers' load
 VERBOSITY = "3"  # "Probe succeeded" and the status manager's decisions are logged from 3 up
-STORM_PERIODS = 3  # failed GC passes a stuck sandbox must survive: "several", and a storm to count
+STORM_PERIODS = 3  # GC periods (and failed passes) a stuck sandbox survives: "several", a storm
 DESTROY_FAILED = "failed to destroy network for sandbox"  # the runtime's error, in its log
 GC_STOP_FAILED = "Failed to stop sandbox before removing"  # kuberuntime_gc.go removeSandbox
 
@@ -230,10 +233,15 @@ class Kubelet:
 
     def log_lines(self, *needles: str) -> list[str]:
         """The kubelet's log lines that contain every needle."""
-        return [line for line in self.log_text().splitlines() if all(n in line for n in needles)]
+        return lines_with(self.log_text(), *needles)
 
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_text().splitlines()[-lines:])
+
+
+def lines_with(log: str, *needles: str) -> list[str]:
+    """The lines of a log that contain every needle."""
+    return [line for line in log.splitlines() if all(n in line for n in needles)]
 
 
 def gc_verdict(log: str, gone: bool, present: set[str], subjects: set[str],
@@ -246,14 +254,25 @@ def gc_verdict(log: str, gone: bool, present: set[str], subjects: set[str],
     and may find the sandbox not yet its to remove, so three periods once held two passes."""
     if gone:
         return "removed"
-    lines = log.splitlines()
     left = subjects & present
-    failing = any(DESTROY_FAILED in line and sid in line for line in lines for sid in left)
-    passes = max((sum(GC_STOP_FAILED in line and sid in line for line in lines) for sid in left),
-                 default=0)
+    failing = any(lines_with(log, sid, DESTROY_FAILED) for sid in left)
+    passes = max((len(lines_with(log, sid, GC_STOP_FAILED)) for sid in left), default=0)
     counted = passes == 0 or passes >= STORM_PERIODS
     old = waited >= STORM_PERIODS * GC_PERIOD
     return "stuck" if old and failing and counted else None
+
+
+def wait_gc_verdict(kubelet: Kubelet, sandbox_ids: Callable[[], set[str]],
+                    gone: Callable[[], bool], subjects: set[str], since: float, *,
+                    timeout: float, every: float) -> str:
+    """gc_verdict on the kubelet's log, polled from `since` (monotonic) until it has one."""
+    def verdict() -> str | None:
+        return gc_verdict(kubelet.log_text(), gone(), sandbox_ids(), subjects,
+                          time.monotonic() - since)
+
+    return wait_for(verdict, "the kubelet to remove the stale sandboxes, or to fail at it for "
+                    f"{STORM_PERIODS} GC periods", timeout=timeout, every=every,
+                    detail=kubelet.log_tail)
 
 
 def is_ready(pod: dict[str, Any] | None) -> bool:

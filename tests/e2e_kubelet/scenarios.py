@@ -34,8 +34,8 @@ from tests.e2e_kubelet.kubelet import (
     NEWEST,
     STORM_PERIODS,
     VERSION,
-    gc_verdict,
     is_ready,
+    wait_gc_verdict,
 )
 from tests.e2e_kubelet.runtimes import RUNTIMES, Runtime
 from tests.e2e_kubelet.site import (
@@ -66,15 +66,9 @@ class Evidence(KubeletEvidence):
 
 def wait_verdict(site: Site, gone: Callable[[], bool], subjects: set[str],
                  since: float) -> str:
-    """kubelet.gc_verdict, polled until it has one."""
-    def verdict() -> str | None:
-        return gc_verdict(site.kubelet.log_text(), gone(), site.sandbox_ids(), subjects,
-                          time.monotonic() - since)
-
-    return wait_for(verdict,
-                    "the kubelet to remove the sandboxes, or to fail at it for "
-                    f"{STORM_PERIODS} GC periods", timeout=VERDICT_BOUND, every=2,
-                    detail=site.kubelet.log_tail)
+    """kubelet.gc_verdict on this node, polled until it has one."""
+    return wait_gc_verdict(site.kubelet, site.sandbox_ids, gone, subjects, since,
+                           timeout=VERDICT_BOUND, every=2)
 
 
 def gather(site: Site, subjects: set[str]) -> dict[str, Any]:
@@ -285,7 +279,7 @@ def _delete_after(site: Site, name: str) -> tuple[str, str, float, dict[str, Any
     since = time.monotonic()
     site.kubelet.delete(name)
     outcome = wait_verdict(site, lambda: sandbox.id not in site.sandbox_ids(), {sandbox.id},
-                              since)
+                           since)
     return sandbox.id, outcome, elapsed(since), gather(site, {sandbox.id})
 
 
